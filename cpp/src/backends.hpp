@@ -1,0 +1,50 @@
+// The one launcher signature every backend implements. api.cpp validates the
+// arguments, builds a Problem (problem.hpp) and walks the device's backend chain
+// (sm100a -> portable, sm90a -> portable, portable): the first backend whose entry
+// is non-null and does not answer NVFP4_ERROR_NOT_SUPPORTED runs the op.
+// A backend answering NOT_SUPPORTED must not have touched any memory.
+// Adding a backend = new folder + one BackendOps table + one line in backends.cpp.
+#pragma once
+
+#include "problem.hpp"
+
+namespace nvfp4 {
+
+struct Exec {
+  nvfp4_stream_t stream = nullptr;   // a cudaStream_t
+  void* workspace = nullptr;
+  size_t workspace_bytes = 0;
+  int device = 0;                    // the current device is already set to it
+  int sm_count = 0;
+  int cc_major = 0, cc_minor = 0;
+};
+
+template <class P>
+using LaunchFn = nvfp4_status_t (*)(const P& problem, const Exec& exec);
+template <class P>
+using WorkspaceFn = size_t (*)(const P& problem, const Exec& exec);
+
+struct BackendOps {
+  nvfp4_backend_t id;
+  LaunchFn<GemmProblem> gemv = nullptr;         // N == 1
+  LaunchFn<GemmProblem> gemm = nullptr;
+  WorkspaceFn<GemmProblem> gemm_workspace = nullptr;
+  LaunchFn<DualGemmProblem> dual_gemm = nullptr;
+  LaunchFn<GroupedGemmProblem> grouped_gemm = nullptr;
+  LaunchFn<PackedGroupedGemmProblem> grouped_gemm_packed = nullptr;
+  LaunchFn<QuantizeProblem> quantize = nullptr;
+  LaunchFn<DequantizeProblem> dequantize = nullptr;
+  LaunchFn<SwizzleProblem> swizzle_scales = nullptr;    // linear -> blocked
+  LaunchFn<SwizzleProblem> unswizzle_scales = nullptr;  // blocked -> linear
+};
+
+// Each returns null when that backend was not compiled into this build.
+const BackendOps* cpu_backend();
+const BackendOps* portable_backend();
+const BackendOps* sm90a_backend();
+const BackendOps* sm100a_backend();
+
+// Sets the thread-local error message; returns `status` for `return fail(...)`.
+nvfp4_status_t fail(nvfp4_status_t status, const char* fmt, ...);
+
+}  // namespace nvfp4
