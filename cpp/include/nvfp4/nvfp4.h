@@ -125,7 +125,7 @@ NVFP4_API const char* nvfp4_build_archs(void);
 NVFP4_API const char* nvfp4_backend_name(nvfp4_backend_t backend);
 
 /* ---- devices ---------------------------------------------------------- */
-typedef struct nvfp4_device_info {
+typedef struct nvfp4_device_info_st {
   int32_t device_id;
   int32_t cc_major, cc_minor;
   int32_t multiprocessors;

@@ -1,0 +1,173 @@
+#include "dispatch.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <mutex>
+#include <string.h>
+#include <vector>
+
+namespace nvfp4 {
+namespace {
+
+constexpr int kMaxDevices = 64;
+std::mutex g_props_mutex;
+DeviceProps g_props[kMaxDevices];
+
+// The backends that can run on a device, best first.
+std::vector<const BackendOps*> backend_chain(int cc_major, int cc_minor) {
+  std::vector<const BackendOps*> chain;
+  if (cc_major == 10 && cc_minor == 0 && sm100a_backend()) chain.push_back(sm100a_backend());
+  if (cc_major == 9 && cc_minor == 0 && sm90a_backend()) chain.push_back(sm90a_backend());
+  if (cc_major >= 8 && portable_backend()) chain.push_back(portable_backend());
+  return chain;
+}
+
+// Restores the caller's current device on scope exit.
+struct DeviceGuard {
+  int previous = -1;
+  bool switched = false;
+  cudaError_t enter(int device) {
+    cudaError_t err = cudaGetDevice(&previous);
+    if (err != cudaSuccess) return err;
+    if (previous != device) {
+      err = cudaSetDevice(device);
+      switched = (err == cudaSuccess);
+    }
+    return err;
+  }
+  ~DeviceGuard() {
+    if (switched) cudaSetDevice(previous);
+  }
+};
+
+nvfp4_status_t make_exec(int device, const DeviceProps& props, const nvfp4_exec_t* exec, Exec* out) {
+  out->device = device;
+  out->sm_count = props.sm_count;
+  out->cc_major = props.cc_major;
+  out->cc_minor = props.cc_minor;
+  if (exec) {
+    out->stream = exec->stream;
+    out->workspace = exec->workspace;
+    out->workspace_bytes = exec->workspace_bytes;
+  }
+  return NVFP4_SUCCESS;
+}
+
+template <class Fn>
+nvfp4_status_t with_chain(const char* op, int device, const nvfp4_exec_t* exec, Fn&& fn) {
+  const DeviceProps* props = nullptr;
+  nvfp4_status_t st = device_props(device, &props);
+  if (st != NVFP4_SUCCESS) return st;
+  const nvfp4_backend_t requested = exec ? exec->backend : NVFP4_BACKEND_AUTO;
+  std::vector<const BackendOps*> chain = backend_chain(props->cc_major, props->cc_minor);
+  if (requested != NVFP4_BACKEND_AUTO) {
+    const BackendOps* forced = nullptr;
+    for (const BackendOps* b : chain)
+      if (b->id == requested) forced = b;
+    if (!forced)
+      return fail(NVFP4_ERROR_NOT_SUPPORTED,
+                  "%s: backend '%s' cannot run on device %d (%s, compute capability %d.%d) in this build",
+                  op, nvfp4_backend_name(requested), device, props->name, props->cc_major,
+                  props->cc_minor);
+    chain.assign(1, forced);
+  }
+  if (chain.empty())
+    return fail(NVFP4_ERROR_NOT_SUPPORTED,
+                "%s: no backend for device %d (%s, compute capability %d.%d); nvfp4 needs compute "
+                "capability >= 8.0 (this build: archs %s)",
+                op, device, props->name, props->cc_major, props->cc_minor, nvfp4_build_archs());
+  DeviceGuard guard;
+  cudaError_t err = guard.enter(device);
+  if (err != cudaSuccess)
+    return fail(NVFP4_ERROR_CUDA, "%s: cudaSetDevice(%d): %s", op, device, cudaGetErrorString(err));
+  Exec ex;
+  make_exec(device, *props, exec, &ex);
+  nvfp4_status_t last = NVFP4_ERROR_NOT_SUPPORTED;
+  for (const BackendOps* b : chain) {
+    last = fn(*b, ex);
+    if (last != NVFP4_ERROR_NOT_SUPPORTED) return last;
+  }
+  return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s: no backend of this build handles this problem on device %d (%s)",
+              op, device, props->name);
+}
+
+}  // namespace
+
+nvfp4_status_t device_props(int device, const DeviceProps** out) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();
+    count = 0;
+  }
+  if (device < 0 || device >= count || device >= kMaxDevices)
+    return fail(NVFP4_ERROR_INVALID_VALUE, "CUDA device %d does not exist (%d visible)", device, count);
+  std::lock_guard<std::mutex> lock(g_props_mutex);
+  DeviceProps& p = g_props[device];
+  if (!p.valid) {
+    cudaDeviceProp prop;
+    cudaError_t err = cudaGetDeviceProperties(&prop, device);
+    if (err != cudaSuccess)
+      return fail(NVFP4_ERROR_CUDA, "cudaGetDeviceProperties(%d): %s", device, cudaGetErrorString(err));
+    p.cc_major = prop.major;
+    p.cc_minor = prop.minor;
+    p.sm_count = prop.multiProcessorCount;
+    p.total_memory = static_cast<int64_t>(prop.totalGlobalMem);
+    strncpy(p.name, prop.name, sizeof(p.name) - 1);
+    p.valid = true;
+  }
+  *out = &p;
+  return NVFP4_SUCCESS;
+}
+
+nvfp4_backend_t preferred_backend(int cc_major, int cc_minor) {
+  std::vector<const BackendOps*> chain = backend_chain(cc_major, cc_minor);
+  return chain.empty() ? NVFP4_BACKEND_AUTO : chain.front()->id;
+}
+
+template <class P>
+nvfp4_status_t run_on_device(LaunchFn<P> BackendOps::*member, const char* op, const P& problem,
+                             int device, const nvfp4_exec_t* exec) {
+  return with_chain(op, device, exec, [&](const BackendOps& b, const Exec& ex) {
+    LaunchFn<P> fn = b.*member;
+    return fn ? fn(problem, ex) : NVFP4_ERROR_NOT_SUPPORTED;
+  });
+}
+
+// gemm_workspace: the size for the backend that would run the gemm.
+nvfp4_status_t gemm_workspace_on_device(const GemmProblem& problem, int device,
+                                        const nvfp4_exec_t* exec, size_t* bytes) {
+  *bytes = 0;
+  return with_chain("gemm_workspace_size", device, exec, [&](const BackendOps& b, const Exec& ex) {
+    if (!b.gemm) return NVFP4_ERROR_NOT_SUPPORTED;
+    *bytes = b.gemm_workspace ? b.gemm_workspace(problem, ex) : 0;
+    return NVFP4_SUCCESS;
+  });
+}
+
+template nvfp4_status_t run_on_device<GemmProblem>(LaunchFn<GemmProblem> BackendOps::*, const char*,
+                                                   const GemmProblem&, int, const nvfp4_exec_t*);
+template nvfp4_status_t run_on_device<DualGemmProblem>(LaunchFn<DualGemmProblem> BackendOps::*, const char*,
+                                                       const DualGemmProblem&, int, const nvfp4_exec_t*);
+template nvfp4_status_t run_on_device<GroupedGemmProblem>(LaunchFn<GroupedGemmProblem> BackendOps::*,
+                                                          const char*, const GroupedGemmProblem&, int,
+                                                          const nvfp4_exec_t*);
+template nvfp4_status_t run_on_device<PackedGroupedGemmProblem>(
+    LaunchFn<PackedGroupedGemmProblem> BackendOps::*, const char*, const PackedGroupedGemmProblem&, int,
+    const nvfp4_exec_t*);
+template nvfp4_status_t run_on_device<QuantizeProblem>(LaunchFn<QuantizeProblem> BackendOps::*, const char*,
+                                                       const QuantizeProblem&, int, const nvfp4_exec_t*);
+template nvfp4_status_t run_on_device<DequantizeProblem>(LaunchFn<DequantizeProblem> BackendOps::*,
+                                                         const char*, const DequantizeProblem&, int,
+                                                         const nvfp4_exec_t*);
+template nvfp4_status_t run_on_device<SwizzleProblem>(LaunchFn<SwizzleProblem> BackendOps::*, const char*,
+                                                      const SwizzleProblem&, int, const nvfp4_exec_t*);
+
+// Backends not compiled into this build (arch not in NVFP4_CUDA_ARCHS).
+#if !defined(NVFP4_WITH_SM90A)
+const BackendOps* sm90a_backend() { return nullptr; }
+#endif
+#if !defined(NVFP4_WITH_SM100A)
+const BackendOps* sm100a_backend() { return nullptr; }
+#endif
+
+}  // namespace nvfp4

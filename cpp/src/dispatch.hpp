@@ -1,0 +1,31 @@
+// Backend selection: which backends can run on a device, and running an op on the
+// first backend of the chain that accepts it.
+#pragma once
+
+#include "backends.hpp"
+
+namespace nvfp4 {
+
+struct DeviceProps {
+  bool valid = false;
+  int cc_major = 0, cc_minor = 0, sm_count = 0;
+  int64_t total_memory = 0;
+  char name[256] = {};
+};
+
+// Cached cudaGetDeviceProperties; fails with a clear message for a bad ordinal.
+nvfp4_status_t device_props(int device, const DeviceProps** out);
+
+// The first backend AUTO would pick on a device of this compute capability.
+nvfp4_backend_t preferred_backend(int cc_major, int cc_minor);
+
+// Runs `member` of the chosen backend on `device` (stream/workspace from exec).
+// `requested` forces a backend (no fallback) unless NVFP4_BACKEND_AUTO.
+template <class P>
+nvfp4_status_t run_on_device(LaunchFn<P> BackendOps::*member, const char* op, const P& problem,
+                             int device, const nvfp4_exec_t* exec);
+
+nvfp4_status_t gemm_workspace_on_device(const GemmProblem& problem, int device,
+                                        const nvfp4_exec_t* exec, size_t* bytes);
+
+}  // namespace nvfp4
