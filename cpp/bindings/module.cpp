@@ -162,6 +162,9 @@ NB_MODULE(_nvfp4_ext, m) {
     d["backend"] = info.backend == NVFP4_BACKEND_AUTO ? std::string("none") : std::string(nvfp4_backend_name(info.backend));
     return d;
   });
+  m.def("stream_synchronize", [](uintptr_t stream) {
+    CALL(nvfp4_stream_synchronize(reinterpret_cast<nvfp4_stream_t>(stream)));
+  });
   m.def("blocked_scale_bytes", &nvfp4_blocked_scale_bytes, nb::arg("rows"), nb::arg("k"));
   m.def("blocked_scale_offset", &nvfp4_blocked_scale_offset, nb::arg("row"), nb::arg("col"), nb::arg("k"));
 

@@ -443,6 +443,14 @@ nvfp4_status_t nvfp4_device_info(int32_t device_id, nvfp4_device_info_t* info) {
   return NVFP4_SUCCESS;
 }
 
+nvfp4_status_t nvfp4_stream_synchronize(nvfp4_stream_t stream) {
+  clear_error();
+  const cudaError_t err = cudaStreamSynchronize(reinterpret_cast<cudaStream_t>(stream));
+  if (err != cudaSuccess)
+    return fail(NVFP4_ERROR_CUDA, "cudaStreamSynchronize: %s", cudaGetErrorString(err));
+  return NVFP4_SUCCESS;
+}
+
 int64_t nvfp4_blocked_scale_bytes(int64_t rows, int64_t k) { return blocked_sf_bytes(rows, k); }
 int64_t nvfp4_blocked_scale_offset(int64_t row, int64_t col, int64_t k) { return blocked_sf_offset(row, col, k); }
 

@@ -162,7 +162,10 @@ template nvfp4_status_t run_on_device<DequantizeProblem>(LaunchFn<DequantizeProb
 template nvfp4_status_t run_on_device<SwizzleProblem>(LaunchFn<SwizzleProblem> BackendOps::*, const char*,
                                                       const SwizzleProblem&, int, const nvfp4_exec_t*);
 
-// Backends not compiled into this build (arch not in NVFP4_CUDA_ARCHS).
+// Backends not compiled into this build (arch not in NVFP4_CUDA_ARCHS, or no sources).
+#if !defined(NVFP4_WITH_PORTABLE)
+const BackendOps* portable_backend() { return nullptr; }
+#endif
 #if !defined(NVFP4_WITH_SM90A)
 const BackendOps* sm90a_backend() { return nullptr; }
 #endif

@@ -137,6 +137,8 @@ typedef struct nvfp4_device_info_st {
 /* Number of CUDA devices (0 without a driver or GPU; never an error). */
 NVFP4_API int32_t nvfp4_device_count(void);
 NVFP4_API nvfp4_status_t nvfp4_device_info(int32_t device_id, nvfp4_device_info_t* info);
+/* Waits for all work on `stream` (for callers without a CUDA runtime of their own). */
+NVFP4_API nvfp4_status_t nvfp4_stream_synchronize(nvfp4_stream_t stream);
 
 /* ---- layouts ---------------------------------------------------------- */
 /* Bytes of one blocked scale tensor: ceil(rows/128)*128 * ceil(k/64)*4. */
