@@ -1,0 +1,59 @@
+// Exact e2m1 -> fp16 decoding for the sm90a GEMM, and the K permutation it implies.
+//
+// Decode (integer only, DESIGN §8): a nibble s|e1 e0 m placed with its sign at fp16
+// bit 15 and its magnitude bits at fp16 bits 11..9 is the fp16 number
+// e2m1_value * 2^-14 exactly (codes 0/1 land on fp16 subnormals). One shift + one
+// LOP3 gives two values from the nibbles p and p+4 of a 32-bit word: shifting the
+// word left by 12-4p brings nibble p to bits 12..15 and nibble p+4 to bits 28..31,
+// i.e. the top of each 16-bit half; bit 15/31 is then the sign and (x >> 3) puts
+// the magnitude at 9..11 / 25..27. Multiplying by the fp16 block scale (HMUL2) is
+// exact (DESIGN §3: every e2m1*e4m3*2^-14 is an fp16 value), so each operand carries
+// a factor 2^-14 that the epilogue folds back into alpha (2^28 for the product).
+//
+// K permutation: the pair decoded from nibbles (p, p+4) of a word is not two
+// adjacent K elements, so both operands use the same permutation of K inside a
+// 128-element K block (a dot product does not care about the order of its terms).
+// Physical element e = 32t + 8i + p (+4 for the high half), with t = 16-byte chunk of
+// the row's 64 packed bytes, i = 32-bit word in that chunk, p = 0..3, is placed at
+// logical k = 8c + 2t (+1), c = 4i + p. The wgmma register fragment of thread
+// (row g, quad t) at k-step s, slot j holds logical k = 16s + 8j + 2t, i.e. chunk
+// c = 2s + j: its data all come from the thread's own 16-byte chunk t of the row,
+// with one block scale per 16 elements (word i uses scale 2t + i/2).
+#pragma once
+
+#include <cuda_fp16.h>
+#include <cuda_fp8.h>
+#include <stdint.h>
+
+namespace nvfp4::sm90 {
+
+// Pair (nibble p, nibble p+4) of `q` as an fp16x2 (low half = nibble p), each
+// value = e2m1 * 2^-14. P is a compile-time constant 0..3.
+template <int P>
+__device__ __forceinline__ uint32_t e2m1x2_to_f16x2_scaled(uint32_t q) {
+  const uint32_t x = q << (12 - 4 * P);
+  return (x & 0x80008000u) | ((x >> 3) & 0x0E000E00u);
+}
+
+// Two e4m3 bytes (low byte first) -> fp16x2 (exact; NaN stays NaN).
+__device__ __forceinline__ uint32_t e4m3x2_to_f16x2(uint32_t two_bytes) {
+  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two_bytes & 0xFFFFu),
+                                                   __NV_E4M3);
+  return static_cast<uint32_t>(h.x) | (static_cast<uint32_t>(h.y) << 16);
+}
+__device__ __forceinline__ uint32_t bcast_lo(uint32_t h2) { return __byte_perm(h2, 0, 0x1010); }
+__device__ __forceinline__ uint32_t bcast_hi(uint32_t h2) { return __byte_perm(h2, 0, 0x3232); }
+
+__device__ __forceinline__ uint32_t hmul2_u32(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+
+// Decoded, scaled pair P of word q with fp16x2 scale (s, s).
+template <int P>
+__device__ __forceinline__ uint32_t decode_pair(uint32_t q, uint32_t scale2) {
+  return hmul2_u32(e2m1x2_to_f16x2_scaled<P>(q), scale2);
+}
+
+}  // namespace nvfp4::sm90
