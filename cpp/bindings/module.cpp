@@ -177,12 +177,13 @@ NB_MODULE(_nvfp4_ext, m) {
     CALL(nvfp4_gemv(&ta, &tsa, &tb, &tsb, s, parse_layout(layout), &to, &e.exec));
   });
 
-  m.def("gemm_workspace_size", [](InArray a, InArray b, const std::string& layout, OutArray out,
-                                  const std::string& backend) {
-    nvfp4_tensor_t ta = to_tensor(a, "a"), tb = to_tensor(b, "b"), to = to_tensor(out, "out");
+  m.def("gemm_workspace_size", [](InArray a, InArray sfa, InArray b, InArray sfb, const std::string& layout,
+                                  OutArray out, const std::string& backend) {
+    nvfp4_tensor_t ta = to_tensor(a, "a"), tsa = to_tensor(sfa, "sfa"), tb = to_tensor(b, "b"),
+                   tsb = to_tensor(sfb, "sfb"), to = to_tensor(out, "out");
     ExecArgs e(0, backend, std::nullopt);
     size_t bytes = 0;
-    CALL(nvfp4_gemm_workspace_size(&ta, &tb, parse_layout(layout), &to, &e.exec, &bytes));
+    CALL(nvfp4_gemm_workspace_size(&ta, &tsa, &tb, &tsb, parse_layout(layout), &to, &e.exec, &bytes));
     return bytes;
   });
 

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include <algorithm>
+#include <deque>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -106,8 +107,10 @@ class Call {
   const char* op() const { return op_.c_str(); }
   void set_op(const char* op) { op_ = op; }
 
-  // Presence, rank bounds, non-negative strides, dtype predicate.
-  nvfp4_status_t tensor(const char* name, const nvfp4_tensor_t* t, bool (*dtype_ok)(nvfp4_dtype_t),
+  // Presence, rank bounds, non-negative strides, dtype predicate. A tensor with no
+  // elements has meaningless strides (numpy reports 0): `t` is then redirected to a
+  // copy with row-major strides so that the layout checks that follow accept it.
+  nvfp4_status_t tensor(const char* name, const nvfp4_tensor_t*& t, bool (*dtype_ok)(nvfp4_dtype_t),
                         const char* dtype_expect, bool is_output = false) {
     if (!t) return fail(NVFP4_ERROR_INVALID_VALUE, "%s: argument '%s' is required (got NULL)", op(), name);
     if (t->ndim < 0 || t->ndim > NVFP4_MAX_DIMS)
@@ -131,6 +134,15 @@ class Call {
     }
     if (numel > 0 && !t->data)
       return fail(NVFP4_ERROR_INVALID_VALUE, "%s: argument '%s': data pointer is NULL", op(), name);
+    if (numel == 0) {
+      nvfp4_tensor_t& dense = empties_.emplace_back(*t);
+      int64_t stride = 1;
+      for (int i = dense.ndim - 1; i >= 0; --i) {
+        dense.strides[i] = stride;
+        stride *= std::max<int64_t>(dense.shape[i], 1);
+      }
+      t = &dense;
+    }
     const int64_t es = dtype_size(t->dtype);
     if (reinterpret_cast<uintptr_t>(t->data) % es != 0)
       return fail(NVFP4_ERROR_INVALID_VALUE, "%s: argument '%s': pointer %p is not aligned to its %lld-byte elements",
@@ -168,20 +180,25 @@ class Call {
   bool on_cpu() const { return first_ && first_->device_type == NVFP4_DEVICE_CPU; }
   int device() const { return first_ ? first_->device_id : 0; }
 
+  // A forced backend must match where the operands are.
+  nvfp4_status_t check_backend(const nvfp4_exec_t* exec) const {
+    const nvfp4_backend_t b = exec ? exec->backend : NVFP4_BACKEND_AUTO;
+    if (on_cpu() && b != NVFP4_BACKEND_AUTO && b != NVFP4_BACKEND_CPU)
+      return fail(NVFP4_ERROR_INVALID_VALUE,
+                  "%s: operands are host arrays but backend '%s' was requested; move them to the GPU", op(),
+                  nvfp4_backend_name(b));
+    if (!on_cpu() && b == NVFP4_BACKEND_CPU)
+      return fail(NVFP4_ERROR_INVALID_VALUE, "%s: backend 'cpu' requested for device arrays", op());
+    return NVFP4_SUCCESS;
+  }
+
   // Runs `member` on the CPU backend or the device chain.
   template <class P>
   nvfp4_status_t dispatch(LaunchFn<P> BackendOps::*member, const P& problem, const nvfp4_exec_t* exec) const {
     nvfp4_status_t st = check_aliasing();
+    if (st == NVFP4_SUCCESS) st = check_backend(exec);
     if (st != NVFP4_SUCCESS) return st;
-    if (on_cpu()) {
-      if (exec && exec->backend != NVFP4_BACKEND_AUTO && exec->backend != NVFP4_BACKEND_CPU)
-        return fail(NVFP4_ERROR_INVALID_VALUE,
-                    "%s: operands are host arrays but backend '%s' was requested; move them to the GPU",
-                    op(), nvfp4_backend_name(exec->backend));
-      return (cpu_backend()->*member)(problem, Exec{});
-    }
-    if (exec && exec->backend == NVFP4_BACKEND_CPU)
-      return fail(NVFP4_ERROR_INVALID_VALUE, "%s: backend 'cpu' requested for device arrays", op());
+    if (on_cpu()) return (cpu_backend()->*member)(problem, Exec{});
     return run_on_device(member, op(), problem, device(), exec);
   }
 
@@ -190,6 +207,7 @@ class Call {
   const nvfp4_tensor_t* first_ = nullptr;
   const char* first_name_ = "";
   std::vector<std::pair<const char*, const nvfp4_tensor_t*>> inputs_, outputs_;
+  std::deque<nvfp4_tensor_t> empties_;  // stable addresses
 };
 
 // ---------------------------------------------------------------------------
@@ -203,7 +221,7 @@ struct Fp4View {
   Fp4Operand op;
 };
 
-nvfp4_status_t fp4_view(Call& c, const char* name, const nvfp4_tensor_t* t, bool vector, Fp4View* v) {
+nvfp4_status_t fp4_view(Call& c, const char* name, const nvfp4_tensor_t*& t, bool vector, Fp4View* v) {
   nvfp4_status_t st = c.tensor(name, t, is_fp4_dtype, "uint8, int8 or float4_e2m1fn_x2 (packed fp4)");
   if (st != NVFP4_SUCCESS) return st;
   const int base = vector ? 1 : 2;
@@ -234,7 +252,7 @@ nvfp4_status_t fp4_view(Call& c, const char* name, const nvfp4_tensor_t* t, bool
 }
 
 // Scales of a (rows x K) operand whose fp4 tensor had the given batch form.
-nvfp4_status_t scale_view(Call& c, const char* name, const nvfp4_tensor_t* t, nvfp4_sf_layout_t layout,
+nvfp4_status_t scale_view(Call& c, const char* name, const nvfp4_tensor_t*& t, nvfp4_sf_layout_t layout,
                           const Fp4View& of, bool vector, ScaleOperand* s) {
   nvfp4_status_t st = c.tensor(name, t, is_sf_dtype, "uint8, int8 or float8_e4m3fn (e4m3 scales)");
   if (st != NVFP4_SUCCESS) return st;
@@ -307,7 +325,7 @@ bool fp32_ok(nvfp4_dtype_t d) { return d == NVFP4_DTYPE_FLOAT32; }
 bool int32_ok(nvfp4_dtype_t d) { return d == NVFP4_DTYPE_INT32; }
 
 // Output of shape `dims` (batched: leading L present).
-nvfp4_status_t out_view(Call& c, const char* name, const nvfp4_tensor_t* t, const std::vector<int64_t>& dims,
+nvfp4_status_t out_view(Call& c, const char* name, const nvfp4_tensor_t*& t, const std::vector<int64_t>& dims,
                         OutOperand* o) {
   nvfp4_status_t st = c.tensor(name, t, float_out_ok, "float16, bfloat16 or float32", /*is_output=*/true);
   if (st != NVFP4_SUCCESS) return st;
@@ -486,27 +504,18 @@ nvfp4_status_t nvfp4_gemm(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa, co
   return c.dispatch(&BackendOps::gemm, p, exec);
 }
 
-nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* b,
+nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
+                                         const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
                                          nvfp4_sf_layout_t sf_layout, const nvfp4_tensor_t* out,
                                          const nvfp4_exec_t* exec, size_t* bytes) {
   clear_error();
   if (!bytes) return fail(NVFP4_ERROR_INVALID_VALUE, "gemm_workspace_size: argument 'bytes' is NULL");
   *bytes = 0;
-  Call c("gemm_workspace_size");
-  Fp4View va, vb;
-  TRY(fp4_view(c, "a", a, false, &va));
-  TRY(fp4_view(c, "b", b, false, &vb));
-  TRY(same_k(c, "a", va, "b", vb));
-  TRY(same_batch(c, "a", va, "b", vb));
+  Call c("gemm");  // same validation and messages as nvfp4_gemm
   GemmProblem p;
-  p.L = va.L; p.M = va.rows; p.N = vb.rows; p.K = va.K; p.a = va.op; p.b = vb.op;
-  p.sfa.layout = p.sfb.layout = sf_layout;
-  std::vector<int64_t> dims;
-  if (va.batched) dims.push_back(va.L);
-  dims.push_back(p.M);
-  dims.push_back(p.N);
-  TRY(out_view(c, "out", out, dims, &p.c));
-  fill_out_strides(out, va.batched, true, &p.c);
+  TRY(build_gemm(c, false, a, sfa, b, sfb, nvfp4_scalar_t{1.0f, nullptr}, sf_layout, out, &p));
+  TRY(c.check_aliasing());
+  TRY(c.check_backend(exec));
   if (c.on_cpu() || empty_gemm(p)) return NVFP4_SUCCESS;
   return gemm_workspace_on_device(p, c.device(), exec, bytes);
 }
@@ -742,8 +751,8 @@ nvfp4_status_t nvfp4_dequantize(const nvfp4_tensor_t* q, const nvfp4_tensor_t* s
 }
 
 // Shared by swizzle/unswizzle: `lin` is the linear tensor, `blk` the blocked one.
-static nvfp4_status_t build_swizzle(Call& c, const char* lin_name, const nvfp4_tensor_t* lin, bool lin_out,
-                                    const char* blk_name, const nvfp4_tensor_t* blk, SwizzleProblem* p) {
+static nvfp4_status_t build_swizzle(Call& c, const char* lin_name, const nvfp4_tensor_t*& lin, bool lin_out,
+                                    const char* blk_name, const nvfp4_tensor_t*& blk, SwizzleProblem* p) {
   TRY(c.tensor(lin_name, lin, is_sf_dtype, "uint8, int8 or float8_e4m3fn", lin_out));
   TRY(c.tensor(blk_name, blk, is_sf_dtype, "uint8, int8 or float8_e4m3fn", !lin_out));
   if (lin->ndim != 2 && lin->ndim != 3)

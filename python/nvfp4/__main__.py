@@ -8,7 +8,10 @@ import sys
 
 
 def _cmake_dir() -> str:
-    return os.path.join(os.path.dirname(os.path.abspath(__file__)), "lib", "cmake", "nvfp4")
+    # next to the extension: in an editable install that is site-packages, not this source tree
+    from . import _nvfp4_ext
+
+    return os.path.join(os.path.dirname(os.path.abspath(_nvfp4_ext.__file__)), "lib", "cmake", "nvfp4")
 
 
 def _info(args) -> int:

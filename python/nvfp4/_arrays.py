@@ -164,3 +164,29 @@ def scalar(value, name: str):
     if hasattr(value, "__dlpack__") or isinstance(value, np.ndarray):
         return 1.0, value
     raise TypeError(f"{name} must be a float or a 1-element float32 array, got {type(value).__name__}")
+
+
+def host_float(value, name: str) -> float:
+    """A Python number or a 1-element array of any framework (e.g. the global_scale a
+    previous quantize returned) as a Python float."""
+    if isinstance(value, bool):
+        raise TypeError(f"{name} must be a float or a 1-element array, got bool")
+    if isinstance(value, (int, float, np.floating, np.integer)):
+        return float(value)
+    shape = getattr(value, "shape", None)
+    if shape is not None and hasattr(value, "reshape"):
+        n = 1
+        for d in shape:
+            n *= int(d)
+        if n != 1:
+            raise ValueError(f"{name} must be a float or a 1-element array, got shape {tuple(int(d) for d in shape)}")
+        return float(value.reshape(-1)[0])
+    raise TypeError(f"{name} must be a float or a 1-element array, got {type(value).__name__}")
+
+
+def permute(x, axes):
+    """x.transpose(*axes) for numpy/CuPy/JAX, x.permute(*axes) for torch (whose
+    transpose swaps two dims only)."""
+    if framework(x) == "torch":
+        return x.permute(*axes)
+    return x.transpose(*axes)

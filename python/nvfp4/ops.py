@@ -4,7 +4,7 @@ framework, resolve the stream, call libnvfp4 (which validates everything)."""
 from __future__ import annotations
 
 from . import _nvfp4_ext as _ext
-from ._arrays import Context, as_bytes, scalar
+from ._arrays import Context, as_bytes, host_float, permute, scalar
 
 __all__ = [
     "gemv", "gemm", "dual_gemm", "grouped_gemm", "grouped_gemm_packed",
@@ -18,9 +18,9 @@ def _shape(x):
     return tuple(int(s) for s in getattr(x, "shape", ()))
 
 
-def _out_dtype(name: str, op: str) -> str:
+def _out_dtype(name: str, op: str, arg: str = "out_dtype") -> str:
     if name not in _OUT_DTYPES:
-        raise ValueError(f"{op}: out_dtype must be one of {', '.join(_OUT_DTYPES)}, got {name!r}")
+        raise ValueError(f"{op}: {arg} must be one of {', '.join(_OUT_DTYPES)}, got {name!r}")
     return name
 
 
@@ -54,10 +54,11 @@ def gemv(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", 
     return out
 
 
-def _workspace(ctx: Context, a, b, sf_layout, out, backend):
+def _workspace(ctx: Context, a, sfa, b, sfb, sf_layout, out, backend):
     if not ctx.gpu:
         return None
-    nbytes = _ext.gemm_workspace_size(as_bytes(a), as_bytes(b), sf_layout, out, backend)
+    nbytes = _ext.gemm_workspace_size(as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), sf_layout, out,
+                                      backend)
     return ctx.empty((nbytes,), "uint8") if nbytes else None
 
 
@@ -69,7 +70,7 @@ def gemm(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", 
     shape = sa[:-1] + sb[-2:-1] if len(sa) in (2, 3) and len(sb) >= 2 else None
     out = _alloc(ctx, out, shape, _out_dtype(out_dtype, "gemm"))
     av, aa = scalar(alpha, "alpha")
-    ws = _workspace(ctx, a, b, sf_layout, out, backend)
+    ws = _workspace(ctx, a, sfa, b, sfb, sf_layout, out, backend)
     handle = ctx.stream(stream)
     ctx.before(a, sfa, b, sfb)
     _ext.gemm(as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), av, aa, sf_layout, out, handle, backend, ws)
@@ -143,7 +144,9 @@ def quantize(x, *, global_scale=None, sf_layout="linear", stream=None, backend="
     not given)."""
     ctx = Context(x, "quantize")
     sx = _shape(x)
-    if len(sx) > 3:  # flatten leading dims into one batch dim
+    lead = None
+    if len(sx) > 3:  # flatten leading dims into one batch dim (q and linear sf get them back)
+        lead = sx[:-2]
         x = x.reshape((-1,) + sx[-2:])
         sx = _shape(x)
     k = sx[-1] if sx else 0
@@ -155,11 +158,15 @@ def quantize(x, *, global_scale=None, sf_layout="linear", stream=None, backend="
     else:
         sf = ctx.empty(sx[:-1] + (k // 16,) if sx else (0,), "uint8")
     compute = global_scale is None
-    gs = ctx.full1(1.0 if compute else float(global_scale))
+    gs = ctx.full1(1.0 if compute else host_float(global_scale, "global_scale"))
     handle = ctx.stream(stream)
     ctx.before(x)
     _ext.quantize(x, q, sf, sf_layout, gs, compute, handle, backend)
     ctx.after(handle)
+    if lead is not None:
+        q = q.reshape(lead + _shape(q)[-2:])
+        if sf_layout != "blocked":
+            sf = sf.reshape(lead + _shape(sf)[-2:])
     return q, sf, gs
 
 
@@ -169,7 +176,7 @@ def dequantize(q, sf, *, global_scale=1.0, sf_layout="linear", dtype="float32", 
     ctx = Context(q, "dequantize")
     sq = _shape(q)
     shape = sq[:-1] + (2 * sq[-1],) if sq else None
-    out = _alloc(ctx, out, shape, _out_dtype(dtype, "dequantize"))
+    out = _alloc(ctx, out, shape, _out_dtype(dtype, "dequantize", "dtype"))
     gv, ga = scalar(global_scale, "global_scale")
     handle = ctx.stream(stream)
     ctx.before(q, sf)
@@ -202,7 +209,7 @@ def unswizzle_scales(sf_blocked, rows, k, *, out=None, stream=None, backend="aut
     sf_blocked = as_bytes(sf_blocked)
     s = _shape(sf_blocked)
     if len(s) == 6:  # gpu-mode view: back to the dense (L, n) order it is a view of
-        sf_blocked = sf_blocked.transpose(5, 2, 4, 0, 1, 3).reshape(s[5], -1)
+        sf_blocked = permute(sf_blocked, (5, 2, 4, 0, 1, 3)).reshape(s[5], -1)
         s = _shape(sf_blocked)
     rows, k = int(rows), int(k)
     if k % 16 != 0 or k <= 0 or rows < 0:

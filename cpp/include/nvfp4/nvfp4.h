@@ -191,7 +191,8 @@ NVFP4_API nvfp4_status_t nvfp4_grouped_gemm_packed(const nvfp4_tensor_t* a, cons
 
 /* Workspace each op needs for these arguments on the backend `exec` selects
  * (0 on most paths). Same validation as the op itself. */
-NVFP4_API nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* b,
+NVFP4_API nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
+                                                   const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
                                                    nvfp4_sf_layout_t sf_layout,
                                                    const nvfp4_tensor_t* out, const nvfp4_exec_t* exec,
                                                    size_t* bytes);

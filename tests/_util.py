@@ -1,0 +1,144 @@
+"""Small helpers shared by the tests: result checks, output poisoning, alpha choice."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+_E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
+
+# DESIGN.md §3 tolerances
+FP16_RTOL = FP16_ATOL = 1e-3
+FP32_REL = 1e-5
+BF16_RTOL = 2.0 ** -7   # one bf16 ulp (DESIGN §3 states fp16 only; bf16 has 8 significant bits)
+
+POISON_BYTE = 0xA5
+
+
+def pow2_alpha(acc, target: float = 64.0) -> float:
+    """A power of two that brings the rms of `acc` (alpha = 1 results) near `target`:
+    keeps fp16 outputs in range without adding any rounding to the reference."""
+    acc = np.asarray(acc, dtype=np.float64)
+    rms = float(np.sqrt(np.nanmean(acc * acc))) if acc.size else 0.0
+    if not rms > 0 or not math.isfinite(rms):
+        return 1.0
+    return float(2.0 ** round(math.log2(target / rms)))
+
+
+def to_f64(x) -> np.ndarray:
+    return np.asarray(x).astype(np.float64)
+
+
+def assert_matches(out, ref, dtype: str = None) -> None:
+    """The §3 check of a GEMM-family output against its float64 reference:
+    fp16/bf16 outputs within rtol = atol = 1e-3 of the reference rounded to that dtype,
+    fp32 outputs ‖out − ref‖/‖ref‖ < 1e-5; NaN exactly where the reference has NaN."""
+    out = np.asarray(out)
+    ref = np.asarray(ref, dtype=np.float64)
+    dtype = dtype or out.dtype.name
+    assert out.shape == ref.shape, f"shape {out.shape} != reference {ref.shape}"
+    got = to_f64(out)
+    nan_ref = np.isnan(ref)
+    np.testing.assert_array_equal(np.isnan(got), nan_ref, err_msg="NaN positions differ from the reference")
+    got, ref = got[~nan_ref], ref[~nan_ref]
+    if dtype == "float32":
+        denom = np.linalg.norm(ref)
+        err = np.linalg.norm(got - ref) / denom if denom > 0 else np.linalg.norm(got)
+        assert err < FP32_REL, f"fp32 relative error {err:.3e} >= {FP32_REL}"
+        return
+    if dtype == "float16":
+        np.testing.assert_allclose(got, ref.astype(np.float16).astype(np.float64), rtol=FP16_RTOL, atol=FP16_ATOL)
+    elif dtype == "bfloat16":
+        np.testing.assert_allclose(got, round_bf16(ref), rtol=BF16_RTOL, atol=FP16_ATOL)
+    else:
+        raise AssertionError(f"unexpected output dtype {dtype}")
+
+
+def round_bf16(x) -> np.ndarray:
+    """float64 -> nearest bfloat16 (RNE, via float32 bits; double rounding is harmless at
+    this tolerance) -> float64."""
+    f = np.asarray(x, dtype=np.float32)
+    u = f.view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) & 0xFFFF0000
+    return u.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def poisoned(shape, dtype) -> np.ndarray:
+    """An output array whose every byte is POISON_BYTE."""
+    out = np.empty(shape, dtype=dtype)
+    out.view(np.uint8)[...] = POISON_BYTE
+    return out
+
+
+def raw(x) -> bytes:
+    return np.ascontiguousarray(x).view(np.uint8).tobytes()
+
+
+def expect_error(exc_type, fn, *names):
+    """Calls fn, expects exc_type whose message contains every one of `names`."""
+    with pytest.raises(exc_type) as info:
+        fn()
+    msg = str(info.value)
+    for name in names:
+        assert name in msg, f"error message does not name {name!r}: {msg!r}"
+    return msg
+
+
+def strided_copy(x: np.ndarray, pad_last: int = 16, pad_rows: int = 3) -> np.ndarray:
+    """The same values as x (L, rows, C) / (rows, C) in a view with padded row and batch
+    strides (unit inner stride kept), so operands are not contiguous."""
+    if x.ndim == 2:
+        buf = np.zeros((x.shape[0] + pad_rows, x.shape[1] + pad_last), dtype=x.dtype)
+        view = buf[: x.shape[0], : x.shape[1]]
+    else:
+        buf = np.zeros((x.shape[0], x.shape[1] + pad_rows, x.shape[2] + pad_last), dtype=x.dtype)
+        view = buf[:, : x.shape[1], : x.shape[2]]
+    view[...] = x
+    return view
+
+
+def assert_same_floats(out, ref) -> None:
+    """Bit-identical floats (so -0.0 != 0.0), except that any NaN matches any NaN:
+    NaN sign and payload are not part of the contract."""
+    out, ref = np.asarray(out), np.asarray(ref)
+    assert out.shape == ref.shape and out.dtype == ref.dtype, (out.shape, out.dtype, ref.shape, ref.dtype)
+    nan = np.isnan(ref)
+    np.testing.assert_array_equal(np.isnan(out), nan, err_msg="NaN positions differ")
+    uint = {2: np.uint16, 4: np.uint32, 8: np.uint64}[out.dtype.itemsize]
+    bad = (out.view(uint) != ref.view(uint)) & ~nan
+    if bad.any():
+        idx = tuple(np.argwhere(bad)[0])
+        raise AssertionError(f"{int(bad.sum())} values differ; first at {idx}: got {out[idx]!r}, expected {ref[idx]!r}")
+
+
+def interesting_input(shape, dtype, rng):
+    """Values over many binades, with some exact e2m1 grid points and zeros."""
+    x = rng.standard_normal(shape) * np.exp2(rng.integers(-12, 12, size=shape[:-1] + (1,)))
+    flat = x.reshape(-1)
+    n = flat.size
+    flat[rng.integers(0, n, n // 8)] = 0.0
+    flat[rng.integers(0, n, n // 8)] = rng.choice(_E2M1, n // 8)
+    return x.astype(dtype)
+
+
+EDGE_CASES = ["zeros", "huge", "tiny", "grid", "negative_zero", "nan_inf"]
+
+
+def edge_input(case, shape, rng):
+    """Quantize edge inputs (float32); "huge" overflows to inf on purpose."""
+    with np.errstate(over="ignore"):
+        return _edge_input(case, shape, rng).astype(np.float32)
+
+
+def _edge_input(case, shape, rng):
+    return {
+        "zeros": np.zeros(shape),
+        "huge": rng.standard_normal(shape) * 3e38,
+        "tiny": rng.standard_normal(shape) * 1e-40,            # float32 subnormals
+        "grid": rng.choice(_E2M1, shape) * rng.choice([1.0, 0.5, 448.0], shape[:-1] + (1,)),
+        "negative_zero": -np.zeros(shape),
+        "nan_inf": np.where(rng.random(shape) < 0.05, rng.choice([np.nan, np.inf, -np.inf], shape),
+                            rng.standard_normal(shape)),
+    }[case]
