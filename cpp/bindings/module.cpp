@@ -162,6 +162,7 @@ NB_MODULE(_nvfp4_ext, m) {
     d["backend"] = info.backend == NVFP4_BACKEND_AUTO ? std::string("none") : std::string(nvfp4_backend_name(info.backend));
     return d;
   });
+  m.def("last_backend", [] { return std::string(nvfp4_backend_name(nvfp4_last_backend())); });
   m.def("stream_synchronize", [](uintptr_t stream) {
     CALL(nvfp4_stream_synchronize(reinterpret_cast<nvfp4_stream_t>(stream)));
   });

@@ -198,7 +198,10 @@ class Call {
     nvfp4_status_t st = check_aliasing();
     if (st == NVFP4_SUCCESS) st = check_backend(exec);
     if (st != NVFP4_SUCCESS) return st;
-    if (on_cpu()) return (cpu_backend()->*member)(problem, Exec{});
+    if (on_cpu()) {
+      set_last_backend(NVFP4_BACKEND_CPU);
+      return (cpu_backend()->*member)(problem, Exec{});
+    }
     return run_on_device(member, op(), problem, device(), exec);
   }
 
@@ -460,6 +463,8 @@ nvfp4_status_t nvfp4_device_info(int32_t device_id, nvfp4_device_info_t* info) {
   info->backend = preferred_backend(p->cc_major, p->cc_minor);
   return NVFP4_SUCCESS;
 }
+
+nvfp4_backend_t nvfp4_last_backend(void) { return last_backend(); }
 
 nvfp4_status_t nvfp4_stream_synchronize(nvfp4_stream_t stream) {
   clear_error();

@@ -10,6 +10,7 @@ namespace nvfp4 {
 namespace {
 
 constexpr int kMaxDevices = 64;
+thread_local nvfp4_backend_t g_last_backend = NVFP4_BACKEND_AUTO;
 std::mutex g_props_mutex;
 DeviceProps g_props[kMaxDevices];
 
@@ -85,7 +86,10 @@ nvfp4_status_t with_chain(const char* op, int device, const nvfp4_exec_t* exec, 
   nvfp4_status_t last = NVFP4_ERROR_NOT_SUPPORTED;
   for (const BackendOps* b : chain) {
     last = fn(*b, ex);
-    if (last != NVFP4_ERROR_NOT_SUPPORTED) return last;
+    if (last != NVFP4_ERROR_NOT_SUPPORTED) {
+      g_last_backend = b->id;
+      return last;
+    }
   }
   return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s: no backend of this build handles this problem on device %d (%s)",
               op, device, props->name);
@@ -118,6 +122,9 @@ nvfp4_status_t device_props(int device, const DeviceProps** out) {
   *out = &p;
   return NVFP4_SUCCESS;
 }
+
+void set_last_backend(nvfp4_backend_t b) { g_last_backend = b; }
+nvfp4_backend_t last_backend() { return g_last_backend; }
 
 nvfp4_backend_t preferred_backend(int cc_major, int cc_minor) {
   std::vector<const BackendOps*> chain = backend_chain(cc_major, cc_minor);

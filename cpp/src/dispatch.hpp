@@ -16,6 +16,10 @@ struct DeviceProps {
 // Cached cudaGetDeviceProperties; fails with a clear message for a bad ordinal.
 nvfp4_status_t device_props(int device, const DeviceProps** out);
 
+// The backend that ran the last op on this thread (AUTO if none ran).
+void set_last_backend(nvfp4_backend_t b);
+nvfp4_backend_t last_backend();
+
 // The first backend AUTO would pick on a device of this compute capability.
 nvfp4_backend_t preferred_backend(int cc_major, int cc_minor);
 

@@ -16,8 +16,13 @@ __version__ = _ext.version()
 __all__ = [
     "gemv", "gemm", "dual_gemm", "grouped_gemm", "grouped_gemm_packed", "quantize", "dequantize",
     "swizzle_scales", "unswizzle_scales", "blocked_scale_bytes", "global_scale_from_amax",
-    "encode_scale_from_decode", "decode_scale_from_encode", "info", "__version__",
+    "encode_scale_from_decode", "decode_scale_from_encode", "info", "last_backend", "__version__",
 ]
+
+
+def last_backend() -> str:
+    """The backend ("cpu", "portable", "sm90a", ...) that ran this thread's last op."""
+    return _ext.last_backend()
 
 
 def info() -> dict:

@@ -1,230 +1,892 @@
-"""GPU side of `python -m nvfp4 bench` (needs PyTorch for events, peers and the check).
+"""GPU side of `python -m nvfp4 bench` (the main job), and the pieces bench/run.py reuses.
 
-Method (METHOD.md, DESIGN.md §9): ceilings measured in the same run (a 1 GiB
-device-to-device copy, bytes read + written; an 8192³ bf16 matmul); each shape checked
-against a float64 reference on fresh random data first; then timed with CUDA events
-around batches of back-to-back launches that rotate over input sets larger than L2;
-warm-up; median over batches."""
+What one row costs and proves (DESIGN.md §9, METHOD.md):
+1. fresh random NVFP4 operands (never zeros; e4m3 scales in [1/16, 1/4] so that every
+   output, the dual GEMM's silu(h1)·h2 too, stays well inside fp16);
+2. the output is poisoned with NaN, the op runs once, and the result is compared with
+   an independent float64 reference computed on the device from the format definitions
+   (nvfp4.reference's decode tables; gpu-mode's check |out-ref| <= 1e-3 + 1e-3|ref| on
+   fp16 outputs, every element written, no NaN);
+3. timing with nvfp4._timing.Timer: warm-up, CUDA graph of back-to-back launches rotating
+   over input sets larger than L2, CUDA events, median over batches;
+4. SOL = max(bytes / copy bandwidth, flops / bf16 tensor rate), both ceilings measured in
+   the same run (datasheet values only when asked or when torch is missing).
+
+The problem classes (inputs, reference, nvfp4 launch) and `run_case` are shared with
+the full suite in bench/ (which adds the peers: cuBLAS bf16/fp8, dequantize+matmul,
+torch._grouped_mm, D2D copy). Everything takes a torch device, so the harness also runs
+on host tensors (`--device cpu`: a dry run that tests the plumbing; its times mean nothing).
+"""
 
 from __future__ import annotations
 
 import json
 import math
-import statistics
+import platform
+import re
 import sys
+import time
 
+from ._timing import Ceilings, Progress, Timer, datasheet_ceilings, measure_ceilings, rotation_count, sol_us
+
+# gpu-mode benchmark shapes (DESIGN.md §9): gemv (M, K, L); gemm/dual (M, N, K);
+# grouped ([M_g], N, K). "packed" runs grouped_gemm_packed on the grouped shapes.
 SHAPES = {
-    "gemv": [(7168, 16384, 1), (4096, 7168, 8), (7168, 2048, 4)],              # M, K, L
-    "gemm": [(128, 7168, 16384), (128, 4096, 7168), (128, 7168, 2048)],       # M, N, K
-    "dual": [(256, 4096, 7168), (512, 4096, 7168), (256, 3072, 4096), (512, 3072, 7168)],
-    "grouped": [([80, 176, 128, 72, 64, 248, 96, 160], 4096, 7168),           # M_g list, N, K
-                ([40, 76, 168, 72, 164, 148, 196, 160], 7168, 2048),
-                ([192, 320], 3072, 4096),
-                ([128, 384], 4096, 1536)],
+    "gemv": ["7168x16384x1", "4096x7168x8", "7168x2048x4"],
+    "gemm": ["128x7168x16384", "128x4096x7168", "128x7168x2048"],
+    "dual": ["256x4096x7168", "512x4096x7168", "256x3072x4096", "512x3072x7168"],
+    "grouped": ["80+176+128+72+64+248+96+160x4096x7168", "40+76+168+72+164+148+196+160x7168x2048",
+                "192+320x3072x4096", "128+384x4096x1536"],
 }
-ROTATE_BYTES = 256 << 20  # input sets spanning > 4x a 60 MB L2
+SHAPES["packed"] = list(SHAPES["grouped"])
+MAIN_PROBLEMS = ("gemv", "gemm", "dual", "grouped")
+ALIASES = {"dual_gemm": "dual", "grouped_gemm": "grouped", "grouped_gemm_packed": "packed", "moe": "packed"}
+
+SF_LO, SF_HI = 0x18, 0x28   # e4m3 bytes of 1/16 and 1/4 (inclusive): scales of the random operands
+GPUMODE_RTOL = GPUMODE_ATOL = 1e-3
 
 
-def _progress(i, n, label):
-    width = 24
-    done = int(width * i / max(n, 1))
-    sys.stderr.write(f"\r[{'#' * done}{'.' * (width - done)}] {i}/{n} {label:<40}")
-    sys.stderr.flush()
-    if i == n:
-        sys.stderr.write("\n")
+# ---------------------------------------------------------------------------------------
+# Harness: torch, device, random NVFP4 data, float64 decode
+# ---------------------------------------------------------------------------------------
 
-
-class _Torch:
-    """Random NVFP4 operands and an independent float64 decode, in torch."""
-
+class Harness:
     def __init__(self, torch, device):
-        self.torch, self.device = torch, device
-        e2m1 = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0]
-        self.e2m1 = torch.tensor(e2m1 + [-v for v in e2m1], dtype=torch.float64, device=device)
-        e4m3 = []
-        for byte in range(256):
-            sign = -1.0 if byte & 0x80 else 1.0
-            exp, man = (byte >> 3) & 0xF, byte & 7
-            if exp == 0xF and man == 7:
-                e4m3.append(math.nan)
-            elif exp == 0:
-                e4m3.append(sign * man / 8 * 2.0 ** -6)
-            else:
-                e4m3.append(sign * (1 + man / 8) * 2.0 ** (exp - 7))
-        self.e4m3 = torch.tensor(e4m3, dtype=torch.float64, device=device)
+        from .reference import E2M1_VALUES, E4M3_VALUES
+
+        self.torch = torch
+        self.device = torch.device(device)
+        self.cuda = self.device.type == "cuda"
+        e2m1 = torch.tensor(E2M1_VALUES, dtype=torch.float64)
+        byte = torch.arange(256)
+        # one row per packed byte: (value of the low nibble, value of the high nibble)
+        self._pairs64 = torch.stack((e2m1[byte & 0xF], e2m1[byte >> 4]), dim=-1).to(self.device)
+        self._e4m3_64 = torch.tensor(E4M3_VALUES, dtype=torch.float64).to(self.device)
+        self._tables = {}
+
+    def sync(self) -> None:
+        if self.cuda:
+            self.torch.cuda.synchronize()
+
+    def stream_handle(self) -> int:
+        return int(self.torch.cuda.current_stream().cuda_stream) if self.cuda else 0
 
     def fp4(self, *shape):
+        """Uniformly random packed e2m1 bytes (every code, ±0 included)."""
         return self.torch.randint(0, 256, shape, dtype=self.torch.uint8, device=self.device)
 
     def scales(self, *shape):
-        # bytes 0x30..0x47: values 0.5 .. 3.75, never zero
-        return self.torch.randint(0x30, 0x48, shape, dtype=self.torch.uint8, device=self.device)
+        return self.torch.randint(SF_LO, SF_HI + 1, shape, dtype=self.torch.uint8, device=self.device)
 
-    def decode(self, q, sf):
-        """(…, K/2) packed + (…, K/16) linear scales -> float64 (…, K)."""
-        t = self.torch
-        lo = self.e2m1[(q & 0xF).long()]
-        hi = self.e2m1[(q >> 4).long()]
-        v = t.stack((lo, hi), dim=-1).flatten(-2)
-        s = self.e4m3[sf.long()].repeat_interleave(16, dim=-1)
-        return v * s
+    def decode(self, q, sf, dtype=None):
+        """Packed (..., K/2) + linear scales (..., K/16) -> values (..., K) in `dtype`
+        (float64 by default). Exact in float32 and bf16 too: e2m1 has 2 significant bits,
+        e4m3 4, so every product has at most 6 (bf16 holds 8); the scales used here are
+        normal numbers, far from bf16's range limits."""
+        dtype = dtype or self.torch.float64
+        if dtype not in self._tables:
+            self._tables[dtype] = (self._pairs64.to(dtype), self._e4m3_64.to(dtype))
+        pairs, e4m3 = self._tables[dtype]
+        v = pairs[q.long()].flatten(-2)
+        return v * e4m3[sf.long()].repeat_interleave(16, dim=-1)
 
-
-def _time(torch, launch, n_sets, reps):
-    """Median µs per launch over batches of back-to-back launches rotating input sets."""
-    for i in range(max(3, n_sets)):
-        launch(i % n_sets)
-    torch.cuda.synchronize()
-    per_batch = max(n_sets, 10)
-    times = []
-    for _ in range(max(5, reps // per_batch)):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        for i in range(per_batch):
-            launch(i % n_sets)
-        end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end) * 1e3 / per_batch)
-    return statistics.median(times)
+    def empty_cache(self) -> None:
+        if self.cuda:
+            self.torch.cuda.empty_cache()
 
 
-def _ceilings(torch):
-    n = 1 << 29  # 512 MiB each way
-    src = torch.empty(n, dtype=torch.uint8, device="cuda").random_()
-    dst = torch.empty_like(src)
-    us = _time(torch, lambda i: dst.copy_(src), 1, 20)
-    bw = 2 * n / (us * 1e-6)
-    del src, dst
-    m = 8192
-    a = torch.randn(m, m, dtype=torch.bfloat16, device="cuda")
-    b = torch.randn(m, m, dtype=torch.bfloat16, device="cuda")
-    us = _time(torch, lambda i: a @ b, 1, 10)
-    flops = 2 * m ** 3 / (us * 1e-6)
-    return bw, flops
+def compare(h, result, ref, gpumode: bool):
+    """(ok, rel. error): ‖out-ref‖/‖ref‖ in float64; ok (gpumode only): every element
+    finite and |out-ref| <= atol + rtol·|ref|, else None (peers are not held to it)."""
+    t = h.torch
+    r = result.double()
+    diff = r - ref
+    den = float(ref.norm())
+    rel = float(diff.norm()) / den if den > 0 else float(diff.norm())
+    if not gpumode:
+        return None, rel
+    ok = bool(t.isfinite(r).all()) and bool((diff.abs() <= GPUMODE_ATOL + GPUMODE_RTOL * ref.abs()).all())
+    return ok, rel
 
 
-def _check(out, ref):
-    """gpu-mode's check on fp16 outputs: |out - ref| <= 1e-3 + 1e-3 |ref| everywhere."""
-    diff = (out.double() - ref).abs()
-    rel = float((out.double() - ref).norm() / ref.norm().clamp_min(1e-30))
-    return bool((diff <= 1e-3 + 1e-3 * ref.abs()).all()), rel
+# ---------------------------------------------------------------------------------------
+# Problems: shape, work, random inputs, reference, and the nvfp4 call
+# ---------------------------------------------------------------------------------------
+
+def _positive(name, value):
+    v = int(value)
+    if v < 1:
+        raise ValueError(f"{name} must be >= 1, got {value}")
+    return v
+
+
+def _k(value):
+    k = _positive("K", value)
+    if k % 32:
+        raise ValueError(f"K must be a multiple of 32, got {k}")
+    return k
+
+
+def fp4_row_bytes(k: int) -> int:
+    """Bytes of one row of K NVFP4 values with their linear e4m3 scales."""
+    return k // 2 + k // 16
+
+
+class Problem:
+    op = ""
+    fp16_out = True        # outputs checked with gpu-mode's fp16 tolerance
+
+    @property
+    def spec(self) -> str:
+        raise NotImplementedError
+
+    @property
+    def label(self) -> str:
+        raise NotImplementedError
+
+    flops = 0
+    nv_bytes = 0            # each input read once + output written once, NVFP4 operands
+
+    def dims(self) -> dict:
+        raise NotImplementedError
+
+    def begin_case(self) -> None:
+        """Called before a case builds its input sets."""
+
+    def make_set(self, h) -> dict:
+        raise NotImplementedError
+
+    def reference(self, h, s):
+        raise NotImplementedError
+
+    def check(self, h, result, ref, gpumode: bool):
+        return compare(h, result, ref, gpumode)
+
+    # nvfp4: prepare per-set state (outputs), launch, result for check()
+    nv_variants = ("",)
+
+    def nv_prepare(self, h, s, variant: str):
+        raise NotImplementedError
+
+    def nv_launch(self, h, st, backend: str, variant: str) -> None:
+        raise NotImplementedError
+
+    def nv_result(self, st):
+        return st["out"]
+
+    def nv_poison(self, st) -> None:
+        st["out"].fill_(float("nan"))
+
+    def nv_graphable(self, variant: str) -> bool:
+        return True
+
+
+class Gemv(Problem):
+    op = "gemv"
+
+    def __init__(self, M, K, L=1):
+        self.M, self.K, self.L = _positive("M", M), _k(K), _positive("L", L)
+        self.flops = 2 * self.L * self.M * self.K
+        self.nv_bytes = self.L * ((self.M + 1) * fp4_row_bytes(self.K) + 2 * self.M)
+
+    spec = property(lambda self: f"gemv:{self.M}x{self.K}x{self.L}")
+    label = property(lambda self: f"M={self.M} K={self.K} L={self.L}")
+
+    def dims(self):
+        return {"M": self.M, "K": self.K, "L": self.L}
+
+    def make_set(self, h):
+        M, K, L = self.M, self.K, self.L
+        return {"a": h.fp4(L, M, K // 2), "sfa": h.scales(L, M, K // 16),
+                "b": h.fp4(L, K // 2), "sfb": h.scales(L, K // 16)}
+
+    def reference(self, h, s):
+        return h.torch.einsum("lmk,lk->lm", h.decode(s["a"], s["sfa"]), h.decode(s["b"], s["sfb"]))
+
+    def nv_prepare(self, h, s, variant):
+        return {"s": s, "out": h.torch.empty(self.L, self.M, dtype=h.torch.float16, device=h.device)}
+
+    def nv_launch(self, h, st, backend, variant):
+        import nvfp4
+
+        s = st["s"]
+        nvfp4.gemv(s["a"], s["sfa"], s["b"], s["sfb"], out=st["out"], backend=backend)
+
+
+class Gemm(Problem):
+    op = "gemm"
+    n_b = 1
+
+    def __init__(self, M, N, K):
+        self.M, self.N, self.K = _positive("M", M), _positive("N", N), _k(K)
+        self.flops = 2 * self.n_b * self.M * self.N * self.K
+        self.nv_bytes = (self.M + self.n_b * self.N) * fp4_row_bytes(self.K) + 2 * self.M * self.N
+
+    spec = property(lambda self: f"{self.op}:{self.M}x{self.N}x{self.K}")
+    label = property(lambda self: f"M={self.M} N={self.N} K={self.K}")
+
+    def dims(self):
+        return {"M": self.M, "N": self.N, "K": self.K}
+
+    def make_set(self, h):
+        M, N, K = self.M, self.N, self.K
+        return {"a": h.fp4(M, K // 2), "sfa": h.scales(M, K // 16), "b": h.fp4(N, K // 2), "sfb": h.scales(N, K // 16)}
+
+    def reference(self, h, s):
+        return h.decode(s["a"], s["sfa"]) @ h.decode(s["b"], s["sfb"]).T
+
+    def nv_prepare(self, h, s, variant):
+        return {"s": s, "out": h.torch.empty(self.M, self.N, dtype=h.torch.float16, device=h.device)}
+
+    def nv_launch(self, h, st, backend, variant):
+        import nvfp4
+
+        s = st["s"]
+        nvfp4.gemm(s["a"], s["sfa"], s["b"], s["sfb"], out=st["out"], backend=backend)
+
+
+class Dual(Gemm):
+    """C = silu(A·B1ᵀ) * (A·B2ᵀ)."""
+    op = "dual"
+    n_b = 2
+
+    def make_set(self, h):
+        M, N, K = self.M, self.N, self.K
+        return {"a": h.fp4(M, K // 2), "sfa": h.scales(M, K // 16),
+                "b1": h.fp4(N, K // 2), "sfb1": h.scales(N, K // 16),
+                "b2": h.fp4(N, K // 2), "sfb2": h.scales(N, K // 16)}
+
+    def reference(self, h, s):
+        a = h.decode(s["a"], s["sfa"])
+        h1 = a @ h.decode(s["b1"], s["sfb1"]).T
+        h2 = a @ h.decode(s["b2"], s["sfb2"]).T
+        return h1 * h.torch.sigmoid(h1) * h2
+
+    def nv_launch(self, h, st, backend, variant):
+        import nvfp4
+
+        s = st["s"]
+        nvfp4.dual_gemm(s["a"], s["sfa"], s["b1"], s["sfb1"], s["b2"], s["sfb2"], activation="silu",
+                        out=st["out"], backend=backend)
+
+
+class Grouped(Problem):
+    """G GEMMs sharing N and K: A rows offsets[g]:offsets[g+1] times expert B[g].
+    Stored packed (a (ΣM, K/2), b (G, N, K/2)): grouped_gemm gets row views of it,
+    grouped_gemm_packed (op "packed", or the nvfp4 variant "packed" of a "grouped"
+    problem) the arrays and the device offsets."""
+    op = "grouped"
+
+    def __init__(self, ms, N, K, packed: bool = False):
+        self.ms = [int(m) for m in ms]
+        if not self.ms or min(self.ms) < 0:
+            raise ValueError(f"group sizes must be a non-empty list of M_g >= 0, got {ms}")
+        self.N, self.K = _positive("N", N), _k(K)
+        self.packed = bool(packed)
+        self.op = "packed" if packed else "grouped"
+        self.G, self.T = len(self.ms), sum(self.ms)
+        self.offsets = [0]
+        for m in self.ms:
+            self.offsets.append(self.offsets[-1] + m)
+        self.flops = 2 * self.T * self.N * self.K
+        self.nv_bytes = (self.T + self.G * self.N) * fp4_row_bytes(self.K) + 2 * self.T * self.N \
+            + (4 * (self.G + 1) if packed else 0)
+
+    spec = property(lambda self: f"{self.op}:{'+'.join(map(str, self.ms))}x{self.N}x{self.K}")
+    label = property(lambda self: f"G={self.G} ΣM={self.T} N={self.N} K={self.K}")
+
+    def dims(self):
+        return {"M_g": list(self.ms), "G": self.G, "M_total": self.T, "N": self.N, "K": self.K}
+
+    def make_set(self, h):
+        T, G, N, K = self.T, self.G, self.N, self.K
+        return {"a": h.fp4(T, K // 2), "sfa": h.scales(T, K // 16),
+                "b": h.fp4(G, N, K // 2), "sfb": h.scales(G, N, K // 16),
+                "offsets": h.torch.tensor(self.offsets, dtype=h.torch.int32, device=h.device)}
+
+    def reference(self, h, s):
+        a = h.decode(s["a"], s["sfa"])
+        b = h.decode(s["b"], s["sfb"])
+        out = h.torch.empty(self.T, self.N, dtype=h.torch.float64, device=h.device)
+        for g in range(self.G):
+            lo, hi = self.offsets[g], self.offsets[g + 1]
+            out[lo:hi] = a[lo:hi] @ b[g].T
+        return out
+
+    def _use_packed(self, variant):
+        return self.packed or variant == "packed"
+
+    def nv_prepare(self, h, s, variant):
+        out = h.torch.empty(self.T, self.N, dtype=h.torch.float16, device=h.device)
+        st = {"s": s, "out": out}
+        if not self._use_packed(variant):
+            rows = [(self.offsets[g], self.offsets[g + 1]) for g in range(self.G)]
+            st["lists"] = ([s["a"][lo:hi] for lo, hi in rows], [s["sfa"][lo:hi] for lo, hi in rows],
+                           [s["b"][g] for g in range(self.G)], [s["sfb"][g] for g in range(self.G)],
+                           [out[lo:hi] for lo, hi in rows])
+        return st
+
+    def nv_launch(self, h, st, backend, variant):
+        import nvfp4
+
+        s = st["s"]
+        if self._use_packed(variant):
+            nvfp4.grouped_gemm_packed(s["a"], s["sfa"], s["b"], s["sfb"], s["offsets"], out=st["out"],
+                                      backend=backend)
+        else:
+            a, sfa, b, sfb, outs = st["lists"]
+            nvfp4.grouped_gemm(a, sfa, b, sfb, out=outs, backend=backend)
+
+
+class Quantize(Problem):
+    """x (M, K) bf16 -> packed fp4 + linear e4m3 scales + fp32 global scale. Variants:
+    "gs" (a calibrated global scale is given: one pass) and "amax" (computed: amax pass
+    first). Timed through the extension with preallocated outputs (the Python quantize()
+    allocates its three outputs per call). Checked bit-exactly against
+    nvfp4.reference.quantize_ref on the first CHECK_ROWS rows."""
+    op = "quantize"
+    fp16_out = False
+    nv_variants = ("gs", "amax")
+    CHECK_ROWS = 256
+
+    def __init__(self, M, K):
+        self.M, self.K = _positive("M", M), _k(K)
+        self.nv_bytes = self.M * (2 * self.K + fp4_row_bytes(self.K)) + 4
+
+    spec = property(lambda self: f"{self.op}:{self.M}x{self.K}")
+    label = property(lambda self: f"M={self.M} K={self.K}")
+
+    def dims(self):
+        return {"M": self.M, "K": self.K}
+
+    def make_set(self, h):
+        t = h.torch
+        x = t.randn(self.M, self.K, dtype=t.bfloat16, device=h.device)
+        amax = x.abs().max().float()
+        return {"x": x, "gs": float(amax / 2688.0)}   # float32 division, as the library does
+
+    def reference(self, h, s):
+        from .reference import quantize_ref
+
+        rows = min(self.M, self.CHECK_ROWS)
+        x32 = s["x"][:rows].float().cpu().numpy()
+        q, sf, _ = quantize_ref(x32, global_scale=s["gs"])
+        return {"q": q, "sf": sf, "gs": s["gs"], "rows": rows}
+
+    def nv_prepare(self, h, s, variant):
+        t = h.torch
+        return {"s": s, "q": t.empty(self.M, self.K // 2, dtype=t.uint8, device=h.device),
+                "sf": t.empty(self.M, self.K // 16, dtype=t.uint8, device=h.device),
+                "gs": t.full((1,), s["gs"] if variant == "gs" else 1.0, dtype=t.float32, device=h.device)}
+
+    def nv_poison(self, st):
+        st["q"].fill_(0xAA)
+        st["sf"].fill_(0x7F)
+        if st.get("variant") == "amax":
+            st["gs"].fill_(float("nan"))
+
+    def nv_launch(self, h, st, backend, variant):
+        from . import _nvfp4_ext
+
+        _nvfp4_ext.quantize(st["s"]["x"], st["q"], st["sf"], "linear", st["gs"], variant == "amax",
+                            h.stream_handle(), backend)
+
+    def nv_result(self, st):
+        return st
+
+    def check(self, h, result, ref, gpumode):
+        import numpy as np
+
+        rows = ref["rows"]
+        q = result["q"][:rows].cpu().numpy()
+        sf = result["sf"][:rows].cpu().numpy()
+        gs = float(result["gs"][0])
+        bad = int(np.count_nonzero(q != ref["q"])) + int(np.count_nonzero(sf != ref["sf"]))
+        frac = bad / (q.size + sf.size)
+        gs_ok = math.isclose(gs, ref["gs"], rel_tol=2 ** -23)
+        return (bad == 0 and gs_ok), (frac if gs_ok else max(frac, abs(gs / ref["gs"] - 1)))
+
+
+class Dequantize(Problem):
+    """packed fp4 + linear scales (M, K) -> bf16 (M, K); exact, so checked for equality."""
+    op = "dequantize"
+    fp16_out = False
+
+    def __init__(self, M, K):
+        self.M, self.K = _positive("M", M), _k(K)
+        self.nv_bytes = self.M * (fp4_row_bytes(self.K) + 2 * self.K)
+
+    spec = property(lambda self: f"{self.op}:{self.M}x{self.K}")
+    label = property(lambda self: f"M={self.M} K={self.K}")
+
+    def dims(self):
+        return {"M": self.M, "K": self.K}
+
+    def make_set(self, h):
+        return {"q": h.fp4(self.M, self.K // 2), "sf": h.scales(self.M, self.K // 16)}
+
+    def reference(self, h, s):
+        return h.decode(s["q"], s["sf"], h.torch.float32)   # exact, half the memory of float64
+
+    def nv_prepare(self, h, s, variant):
+        return {"s": s, "out": h.torch.empty(self.M, self.K, dtype=h.torch.bfloat16, device=h.device)}
+
+    def nv_launch(self, h, st, backend, variant):
+        import nvfp4
+
+        nvfp4.dequantize(st["s"]["q"], st["s"]["sf"], dtype="bfloat16", out=st["out"], backend=backend)
+
+    def check(self, h, result, ref, gpumode):
+        diff = (result.float() - ref).abs()
+        worst = float(diff.max()) if diff.numel() else 0.0
+        ok = bool(h.torch.isfinite(result).all()) and worst == 0.0
+        return ok, float(diff.double().norm() / ref.double().norm().clamp_min(1e-30))
+
+
+class Swizzle(Problem):
+    """Scale layout change for an M x K operand: linear (M, K/16) -> blocked ("swizzle"),
+    or back ("unswizzle"). A byte permutation, checked exactly against nvfp4.reference."""
+    fp16_out = False
+
+    def __init__(self, M, K, inverse: bool = False):
+        from .reference import blocked_bytes
+
+        self.M, self.K, self.inverse = _positive("M", M), _k(K), bool(inverse)
+        self.op = "unswizzle" if inverse else "swizzle"
+        self.blocked = blocked_bytes(self.M, self.K)
+        self.nv_bytes = self.M * (self.K // 16) + self.blocked
+        self._first = None
+
+    spec = property(lambda self: f"{self.op}:{self.M}x{self.K}")
+    label = property(lambda self: f"M={self.M} K={self.K}")
+
+    def dims(self):
+        return {"M": self.M, "K": self.K}
+
+    def make_set(self, h):
+        """Set 0 is fresh random scales (checked); the other rotation sets are device
+        copies of it: they only need other addresses, and building the blocked layout
+        on the host for each would cost seconds at 16k x 16k."""
+        from .reference import to_blocked
+
+        if self._first is not None:
+            return {k: v.clone() for k, v in self._first.items()}
+        sf = h.scales(self.M, self.K // 16)
+        s = {"linear": sf}
+        if self.inverse:
+            s["blocked"] = h.torch.from_numpy(to_blocked(sf.cpu().numpy())).to(h.device)
+        self._first = s
+        return s
+
+    def begin_case(self):
+        self._first = None
+
+    def reference(self, h, s):
+        from .reference import to_blocked
+
+        return s["linear"].cpu().numpy() if self.inverse else to_blocked(s["linear"].cpu().numpy())
+
+    def nv_prepare(self, h, s, variant):
+        t = h.torch
+        shape = (self.M, self.K // 16) if self.inverse else (self.blocked,)
+        return {"s": s, "out": t.empty(shape, dtype=t.uint8, device=h.device)}
+
+    def nv_poison(self, st):
+        st["out"].fill_(0x7F)
+
+    def nv_launch(self, h, st, backend, variant):
+        import nvfp4
+
+        s = st["s"]
+        if self.inverse:
+            nvfp4.unswizzle_scales(s["blocked"], self.M, self.K, out=st["out"], backend=backend)
+        else:
+            nvfp4.swizzle_scales(s["linear"], out=st["out"], backend=backend)
+
+    def check(self, h, result, ref, gpumode):
+        import numpy as np
+
+        got = result.cpu().numpy()
+        bad = int(np.count_nonzero(got != ref))
+        return bad == 0, bad / max(1, ref.size)
+
+
+def parse_spec(spec: str) -> Problem:
+    """"gemm:128x7168x16384", "gemv:7168x16384x1" (M x K [x L]), "dual:MxNxK",
+    "grouped:80+176+128x4096x7168" (M_g joined by '+', then N, K), "packed:..." (same,
+    grouped_gemm_packed), "quantize:MxK", "dequantize:MxK", "swizzle:MxK", "unswizzle:MxK"."""
+    op, sep, rest = spec.strip().partition(":")
+    op = ALIASES.get(op.strip().lower(), op.strip().lower())
+    if not sep or not rest:
+        raise ValueError(f"shape {spec!r}: expected PROBLEM:DIMS, e.g. gemm:128x7168x16384")
+    parts = rest.strip().lower().replace("×", "x").split("x")
+
+    def ints(n_min, n_max, what):
+        if not n_min <= len(parts) <= n_max:
+            raise ValueError(f"shape {spec!r}: {op} takes {what}")
+        try:
+            return [int(p) for p in parts]
+        except ValueError:
+            raise ValueError(f"shape {spec!r}: {op} takes {what} (integers)") from None
+
+    if op == "gemv":
+        return Gemv(*ints(2, 3, "MxK or MxKxL"))
+    if op in ("gemm", "dual"):
+        return (Gemm if op == "gemm" else Dual)(*ints(3, 3, "MxNxK"))
+    if op in ("grouped", "packed"):
+        if len(parts) != 3:
+            raise ValueError(f"shape {spec!r}: {op} takes M1+M2+...xNxK")
+        try:
+            ms = [int(m) for m in parts[0].split("+")]
+            n, k = int(parts[1]), int(parts[2])
+        except ValueError:
+            raise ValueError(f"shape {spec!r}: {op} takes M1+M2+...xNxK (integers)") from None
+        return Grouped(ms, n, k, packed=(op == "packed"))
+    if op == "quantize":
+        return Quantize(*ints(2, 2, "MxK"))
+    if op == "dequantize":
+        return Dequantize(*ints(2, 2, "MxK"))
+    if op in ("swizzle", "unswizzle"):
+        return Swizzle(*ints(2, 2, "MxK"), inverse=(op == "unswizzle"))
+    raise ValueError(f"shape {spec!r}: unknown problem {op!r}; choose from gemv, gemm, dual, grouped, packed, "
+                     "quantize, dequantize, swizzle, unswizzle")
+
+
+# ---------------------------------------------------------------------------------------
+# Implementations (nvfp4 here; the peers live in bench/peers.py) and one case's rows
+# ---------------------------------------------------------------------------------------
+
+class Impl:
+    """One way of computing a problem. Subclasses: prepare per-set state from the
+    canonical NVFP4 set, launch on it, and return a result the problem can check."""
+    name = "?"
+    backend = ""
+    is_nvfp4 = False
+    graphable = True
+
+    def skip_reason(self, h, p):
+        return None
+
+    def set_bytes(self, p) -> int:
+        """Bytes of one rotating set (inputs and the output it holds)."""
+        return p.nv_bytes
+
+    def io_bytes(self, p) -> int:
+        """Least bytes this implementation must move (for its GB/s)."""
+        return self.set_bytes(p)
+
+    def prepare(self, h, p, s):
+        raise NotImplementedError
+
+    def poison(self, st) -> None:
+        pass
+
+    def launch(self, h, st) -> None:
+        raise NotImplementedError
+
+    def result(self, st):
+        raise NotImplementedError
+
+    def release(self) -> None:
+        """Drop scratch shared across sets."""
+
+
+class NvFp4(Impl):
+    is_nvfp4 = True
+
+    def __init__(self, backend: str = "auto", variant: str = "", name: str | None = None):
+        self.backend, self.variant = backend, variant
+        self.name = name or ("nvfp4" + (f" ({variant})" if variant else ""))
+
+    def prepare(self, h, p, s):
+        self.p = p
+        st = p.nv_prepare(h, s, self.variant)
+        st["variant"] = self.variant
+        return st
+
+    def poison(self, st):
+        self.p.nv_poison(st)
+
+    def launch(self, h, st):
+        self.p.nv_launch(h, st, self.backend, self.variant)
+
+    def result(self, st):
+        return self.p.nv_result(st)
+
+    @property
+    def graphable(self):
+        return self.p.nv_graphable(self.variant) if hasattr(self, "p") else True
+
+
+def nvfp4_impls(p: Problem, backends) -> list:
+    """The nvfp4 rows of a problem: one per backend, and per variant (quantize: "gs" and
+    "amax"). bench/run.py adds the "packed" variant to grouped problems."""
+    out = []
+    for be in backends:
+        for v in p.nv_variants:
+            name = "nvfp4" + (f" ({v})" if v else "")
+            out.append(NvFp4(be, v, name))
+    return out
+
+
+def _first_line(e: BaseException) -> str:
+    msg = str(e).strip().splitlines()
+    return f"{type(e).__name__}: {msg[0][:200] if msg else ''}"
+
+
+def run_case(h, p: Problem, impls, timer: Timer, ceilings: Ceilings, *, suite: str = "",
+             on_row=None) -> list:
+    """Check and time every impl on problem p; one row dict per impl. Input sets are
+    built once per case (as many as the hungriest impl needs to span ROTATE_BYTES) and
+    the float64 reference once, from set 0; each impl derives its own sets from them."""
+    rows = []
+    sol = sol_us(p.nv_bytes, p.flops, ceilings)
+
+    def base(impl):
+        return {"suite": suite, "op": p.op, "spec": p.spec, "shape": p.label, "dims": p.dims(),
+                "impl": impl.name, "backend": impl.backend, "is_nvfp4": impl.is_nvfp4,
+                "flops": p.flops, "bytes": impl.io_bytes(p), "nv_bytes": p.nv_bytes, "sol_us": sol,
+                "us": None, "ok": None, "rel_err": None, "error": None, "skipped": None}
+
+    runnable = []
+    for impl in impls:
+        reason = impl.skip_reason(h, p)
+        if reason:
+            row = base(impl)
+            row["skipped"] = reason
+            rows.append(row)
+        else:
+            runnable.append(impl)
+    if not runnable:
+        return rows
+    sets, ref = [], None
+    try:
+        n_sets = max(rotation_count(impl.set_bytes(p)) for impl in runnable)
+        p.begin_case()
+        sets = [p.make_set(h) for _ in range(n_sets)]
+        ref = p.reference(h, sets[0])
+    except Exception as e:  # noqa: BLE001 - out of memory, a bad shape: report, go on
+        for impl in runnable:
+            row = base(impl)
+            row["error"] = "inputs/reference: " + _first_line(e)
+            rows.append(row)
+        sets, ref = [], None
+        h.empty_cache()
+        return rows
+    for impl in runnable:
+        row = base(impl)
+        states = []
+        try:
+            n = min(len(sets), rotation_count(impl.set_bytes(p)))
+            states = [impl.prepare(h, p, s) for s in sets[:n]]
+            impl.poison(states[0])
+            impl.launch(h, states[0])
+            h.sync()
+            res = impl.result(states[0])
+            ok, rel = (None, None) if res is None else p.check(h, res, ref, impl.is_nvfp4 and p.fp16_out)
+            row["ok"] = ok if impl.is_nvfp4 else None
+            row["rel_err"] = rel
+            tm = timer.time(lambda i: impl.launch(h, states[i]), n, graphable=impl.graphable)
+            us = tm.us
+            row.update({"us": us, "timing": tm.as_dict(), "samples": tm.samples,
+                        "tflops": p.flops / (us * 1e-6) / 1e12 if p.flops else None,
+                        "gbps": impl.io_bytes(p) / (us * 1e-6) / 1e9,
+                        "t_over_sol": us / sol if sol > 0 else None})
+        except Exception as e:  # noqa: BLE001
+            row["error"] = _first_line(e)
+            if impl.is_nvfp4:
+                row["ok"] = False
+            if "out of memory" in str(e).lower():
+                h.empty_cache()
+        finally:
+            states = []
+            impl.release()
+        rows.append(row)
+        if on_row:
+            on_row(row)
+    del sets, ref
+    h.empty_cache()
+    return rows
+
+
+# ---------------------------------------------------------------------------------------
+# Device description, ceilings, formatting
+# ---------------------------------------------------------------------------------------
+
+def describe_device(torch, device) -> dict:
+    """Name, compute capability, SMs, memory, L2, nvfp4's backend, software versions."""
+    import nvfp4
+
+    info = {"nvfp4": nvfp4.__version__, "torch": getattr(torch, "__version__", None) if torch else None,
+            "python": platform.python_version(), "build_archs": nvfp4.info()["build_archs"]}
+    dev = str(device)
+    if not dev.startswith("cuda"):
+        info.update({"name": "cpu (dry run)", "compute_capability": [0, 0], "backend": "cpu", "slug": "cpu-dry-run"})
+        return info
+    idx = torch.device(dev).index
+    idx = torch.cuda.current_device() if idx is None else idx
+    d = nvfp4._nvfp4_ext.device_info(idx)
+    props = torch.cuda.get_device_properties(idx)
+    info.update({"index": idx, "name": d["name"], "compute_capability": list(d["compute_capability"]),
+                 "multiprocessors": d["multiprocessors"], "memory_bytes": d["total_memory_bytes"],
+                 "l2_bytes": getattr(props, "L2_cache_size", None), "backend": d["backend"],
+                 "cuda_runtime_torch": getattr(torch.version, "cuda", None), "slug": gpu_slug(d["name"])})
+    return info
+
+
+def gpu_slug(name: str) -> str:
+    """'NVIDIA H100 80GB HBM3' -> 'nvidia-h100-80gb-hbm3' (a folder name)."""
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-") or "gpu"
+
+
+def get_ceilings(torch, device, dev_info: dict, how: str, timer: Timer | None):
+    """Ceilings for SOL: measured now (default, needs torch) or the datasheet table; the
+    compute ceiling is the device's (FP4 on Blackwell, bf16 elsewhere)."""
+    c = None
+    note = ""
+    if how == "datasheet" or torch is None:
+        c = datasheet_ceilings(dev_info.get("name", ""))
+        if c is None:
+            note = f"no datasheet entry for {dev_info.get('name')!r}"
+            if torch is None:
+                return None, note
+            note += "; measuring instead"
+    if c is None:
+        c = measure_ceilings(torch, device, timer)
+    return c.for_device(dev_info.get("compute_capability", [0])[0]), note
+
+
+def ceilings_line(c: Ceilings) -> str:
+    return (f"ceilings: copy {c.copy_bytes_per_s / 1e12:.2f} TB/s, bf16 matmul {c.bf16_flops_per_s / 1e12:.0f} "
+            f"TFLOP/s [{c.source}]; SOL = max(bytes / copy, flops / {c.math_flops_per_s / 1e12:.0f} TFLOP/s)")
+
+
+def _num(v, fmt, width):
+    return f"{'-':>{width}}" if v is None else f"{v:>{width}{fmt}}"
+
+
+def check_text(r: dict) -> str:
+    if r.get("skipped"):
+        return f"skipped: {r['skipped']}"
+    if r.get("error"):
+        return f"ERROR {r['error']}"
+    rel = r.get("rel_err")
+    rel_s = "-" if rel is None else f"{rel:.1e}"
+    if r.get("ok") is None:
+        return f"err {rel_s}"
+    return f"{'ok' if r['ok'] else 'FAIL'} {rel_s}"
+
+
+def format_table(rows, with_impl: bool | None = None) -> str:
+    """The main job's table: problem, shape, backend, µs (median), TFLOP/s, GB/s, SOL µs,
+    time/SOL, check. An eagerly timed row (op not graph-capturable) has its µs marked '*'.
+    An impl column appears when rows differ by more than the backend (variants, peers)."""
+    if with_impl is None:
+        with_impl = any(r["impl"] != "nvfp4" for r in rows)
+    shape_w = max([28] + [len(r["shape"]) for r in rows])
+    impl_w = max([12] + [len(r["impl"]) for r in rows]) if with_impl else 0
+    hdr = f"{'problem':<10} {'shape':<{shape_w}} " + (f"{'impl':<{impl_w}} " if with_impl else "") + \
+        f"{'backend':<9} {'µs':>9} {'TFLOP/s':>8} {'GB/s':>7} {'SOL µs':>8} {'t/SOL':>7}  check"
+    lines = [hdr, "-" * len(hdr)]
+    for r in rows:
+        mode = (r.get("timing") or {}).get("mode", "")
+        us = r.get("us")
+        us_s = f"{'-':>9}" if us is None else f"{us:>8.1f}" + ("*" if mode == "eager" else " ")
+        t_sol = r.get("t_over_sol")
+        lines.append(
+            f"{r['op']:<10} {r['shape']:<{shape_w}} " + (f"{r['impl']:<{impl_w}} " if with_impl else "") +
+            f"{(r.get('backend') or '-'):<9} {us_s} {_num(r.get('tflops'), '.1f', 8)} {_num(r.get('gbps') if us else None, '.0f', 7)} "
+            f"{_num(r.get('sol_us'), '.1f', 8)} {_num(t_sol, '.2f', 7)}  {check_text(r)}")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------
+# The main job
+# ---------------------------------------------------------------------------------------
+
+def select_problems(problems_arg: str, shapes_arg: str | None, default_problems=MAIN_PROBLEMS) -> list:
+    """--shapes (explicit specs) wins; else the benchmark shapes of --problems."""
+    if shapes_arg:
+        specs = [s for s in re.split(r"[,\s;]+", shapes_arg) if s]
+        # a comma inside a grouped list is allowed too: "grouped:80,176x4096x7168" is not
+        # ambiguous after splitting only where a token has no ':' -> glue it back
+        glued = []
+        for s in specs:
+            if ":" not in s and glued:
+                glued[-1] += "+" + s
+            else:
+                glued.append(s)
+        return [parse_spec(s) for s in glued]
+    names = [ALIASES.get(p.strip().lower(), p.strip().lower()) for p in (problems_arg or "").split(",") if p.strip()]
+    names = names or list(default_problems)
+    unknown = [n for n in names if n not in SHAPES]
+    if unknown:
+        raise ValueError(f"unknown problem(s) {', '.join(unknown)}; choose from {', '.join(SHAPES)}")
+    return [parse_spec(f"{n}:{s}") for n in names for s in SHAPES[n]]
+
+
+def _no_torch(problems, dev_name: str, why: str = "PyTorch is not installed") -> int:
+    print(f"python -m nvfp4 bench times with PyTorch (CUDA events and graphs, the float64 check), and {why}: "
+          "nothing timed. Speed of light of the shapes from the datasheet instead:")
+    c = datasheet_ceilings(dev_name)
+    if c is None:
+        print(f"  (no datasheet entry for {dev_name!r})")
+        return 1
+    print(f"  {c.source}")
+    for p in problems:
+        s = sol_us(p.nv_bytes, p.flops, c)
+        bound = "memory" if p.nv_bytes / c.copy_bytes_per_s >= p.flops / c.math_flops_per_s else "compute"
+        print(f"  {p.op:<10} {p.label:<28} SOL {s:8.1f} µs ({bound} bound)")
+    return 1
 
 
 def run_gpu(args) -> int:
     try:
+        problems = select_problems(args.problems, getattr(args, "shapes", None))
+    except ValueError as e:
+        print(f"error: {e}")
+        return 2
+    try:
         import torch
     except ImportError:
-        print("python -m nvfp4 bench needs PyTorch on GPU machines (CUDA events, peers, reference check)")
-        return 1
-    import nvfp4
+        import nvfp4
 
-    problems = [p.strip() for p in args.problems.split(",") if p.strip()]
-    for p in problems:
-        if p not in SHAPES:
-            print(f"unknown problem {p!r}; choose from {', '.join(SHAPES)}")
-            return 2
-    dev = torch.device("cuda")
-    info = nvfp4._nvfp4_ext.device_info(torch.cuda.current_device())
-    print(f"device: {info['name']} (CC {info['compute_capability'][0]}.{info['compute_capability'][1]}, "
-          f"{info['multiprocessors']} SMs); nvfp4 {nvfp4.__version__}; backend {args.backend} "
-          f"(auto = {info['backend']})")
-    bw, rate = _ceilings(torch)
-    print(f"ceilings measured now: copy {bw / 1e12:.2f} TB/s, bf16 matmul {rate / 1e12:.0f} TFLOP/s")
-    T = _Torch(torch, dev)
-    rows, results = [], []
-    jobs = [(p, s) for p in problems for s in SHAPES[p]]
-    for j, (prob, shape) in enumerate(jobs):
-        _progress(j, len(jobs), f"{prob} {shape}")
-        res = _bench_one(torch, T, nvfp4, prob, shape, args, bw, rate)
-        results.append(res)
-    _progress(len(jobs), len(jobs), "done")
-    hdr = f"{'problem':<8} {'shape':<34} {'backend':<9} {'µs':>8} {'TFLOP/s':>8} {'GB/s':>7} {'SOL µs':>7} {'t/SOL':>6} check"
-    print(hdr)
-    print("-" * len(hdr))
-    for r in results:
-        print(f"{r['problem']:<8} {r['shape']:<34} {r['backend']:<9} {r['us']:>8.1f} {r['tflops']:>8.1f} "
-              f"{r['gbps']:>7.0f} {r['sol_us']:>7.1f} {r['us'] / r['sol_us']:>6.2f} "
-              f"{'ok' if r['ok'] else 'FAIL'} ({r['rel_err']:.1e})")
+        name = nvfp4._nvfp4_ext.device_info(0)["name"] if nvfp4._nvfp4_ext.device_count() else ""
+        return _no_torch(problems, name)
+    device = getattr(args, "device", None) or "cuda"
+    if str(device).startswith("cuda") and not torch.cuda.is_available():
+        import nvfp4
+
+        return _no_torch(problems, nvfp4._nvfp4_ext.device_info(0)["name"],
+                         f"torch {torch.__version__} sees no CUDA device (a CPU-only build?) though libnvfp4 does")
+    backends = [b.strip() for b in args.backend.split(",") if b.strip()] or ["auto"]
+    h = Harness(torch, device)
+    timer = Timer(torch, device, reps=args.reps, graphs=not getattr(args, "no_graphs", False))
+    dev = describe_device(torch, device)
+    cc = dev.get("compute_capability", [0, 0])
+    print(f"device: {dev['name']} (CC {cc[0]}.{cc[1]}" +
+          (f", {dev['multiprocessors']} SMs" if "multiprocessors" in dev else "") +
+          f"); nvfp4 {dev['nvfp4']}, torch {dev['torch']}; backend auto = {dev['backend']}", flush=True)
+    ceilings, note = get_ceilings(torch, device, dev, getattr(args, "ceilings", "measure"), timer)
+    if note:
+        print(f"note: {note}")
+    print(ceilings_line(ceilings), flush=True)
+    jobs = [(p, be) for p in problems for be in backends]
+    bar = Progress(len(jobs), enabled=not getattr(args, "quiet", False))
+    rows = []
+    t0 = time.perf_counter()
+    for j, (p, be) in enumerate(jobs):
+        bar.update(j, f"{p.op} {p.label} [{be}]")
+        rows += run_case(h, p, nvfp4_impls(p, [be]), timer, ceilings)
+    bar.update(len(jobs), f"done in {time.perf_counter() - t0:.0f} s")
+    print(format_table(rows))
+    print("µs: median per launch over batches of back-to-back launches (CUDA graph replays; '*' = eager "
+          "launches, op not capturable) rotating over > 256 MiB of inputs. check: gpu-mode tolerance "
+          "(rtol=atol=1e-3) vs float64, with ‖out-ref‖/‖ref‖.")
     if args.json:
+        doc = {"schema": 1, "kind": "nvfp4 bench (main job)", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+               "argv": sys.argv, "device": dev, "ceilings": ceilings.as_dict(), "rows": rows}
         with open(args.json, "w") as f:
-            json.dump({"device": info, "copy_bw": bw, "bf16_rate": rate, "results": results}, f, indent=2)
-    return 0 if all(r["ok"] for r in results) else 1
-
-
-def _bench_one(torch, T, nvfp4, prob, shape, args, bw, rate):
-    be = args.backend
-    if prob == "gemv":
-        M, K, L = shape
-        N, groups = 1, None
-        set_bytes = L * (M * K // 2 + M * K // 16 + K // 2 + K // 16) + L * M * 2
-        flops = 2 * L * M * K
-    elif prob in ("gemm", "dual"):
-        M, N, K = shape
-        L = 1
-        nb = 2 if prob == "dual" else 1
-        set_bytes = (M + nb * N) * (K // 2 + K // 16) + M * N * 2
-        flops = 2 * nb * M * N * K
-    else:
-        ms, N, K = shape
-        L = 1
-        set_bytes = sum(m * (K // 2 + K // 16) + N * (K // 2 + K // 16) + m * N * 2 for m in ms)
-        flops = sum(2 * m * N * K for m in ms)
-    n_sets = max(1, math.ceil(ROTATE_BYTES / set_bytes))
-    sets = []
-    for _ in range(n_sets):
-        if prob == "gemv":
-            a, sa, b, sb = T.fp4(L, M, K // 2), T.scales(L, M, K // 16), T.fp4(L, K // 2), T.scales(L, K // 16)
-            out = torch.empty(L, M, dtype=torch.float16, device="cuda")
-            sets.append(((a, sa, b, sb), out))
-        elif prob == "gemm":
-            a, sa, b, sb = T.fp4(M, K // 2), T.scales(M, K // 16), T.fp4(N, K // 2), T.scales(N, K // 16)
-            sets.append(((a, sa, b, sb), torch.empty(M, N, dtype=torch.float16, device="cuda")))
-        elif prob == "dual":
-            ops_ = (T.fp4(M, K // 2), T.scales(M, K // 16), T.fp4(N, K // 2), T.scales(N, K // 16),
-                    T.fp4(N, K // 2), T.scales(N, K // 16))
-            sets.append((ops_, torch.empty(M, N, dtype=torch.float16, device="cuda")))
-        else:
-            ops_ = ([T.fp4(m, K // 2) for m in ms], [T.scales(m, K // 16) for m in ms],
-                    [T.fp4(N, K // 2) for _ in ms], [T.scales(N, K // 16) for _ in ms])
-            sets.append((ops_, [torch.empty(m, N, dtype=torch.float16, device="cuda") for m in ms]))
-
-    def launch(i):
-        ops_, out = sets[i]
-        if prob == "gemv":
-            nvfp4.gemv(*ops_, out=out, backend=be)
-        elif prob == "gemm":
-            nvfp4.gemm(*ops_, out=out, backend=be)
-        elif prob == "dual":
-            nvfp4.dual_gemm(*ops_, out=out, backend=be)
-        else:
-            nvfp4.grouped_gemm(*ops_, out=out, backend=be)
-
-    # correctness on set 0 against an independent float64 decode + matmul
-    launch(0)
-    torch.cuda.synchronize()
-    ops_, out = sets[0]
-    if prob == "gemv":
-        a, sa, b, sb = ops_
-        ref = torch.einsum("lmk,lk->lm", T.decode(a, sa), T.decode(b, sb))
-        ok, rel = _check(out, ref)
-    elif prob == "gemm":
-        a, sa, b, sb = ops_
-        ref = T.decode(a, sa) @ T.decode(b, sb).T
-        ok, rel = _check(out, ref)
-    elif prob == "dual":
-        a, sa, b1, s1, b2, s2 = ops_
-        da = T.decode(a, sa)
-        h1, h2 = da @ T.decode(b1, s1).T, da @ T.decode(b2, s2).T
-        ref = h1 * torch.sigmoid(h1) * h2
-        ok, rel = _check(out, ref)
-    else:
-        ok, rel = True, 0.0
-        for a, sa, b, sb, o in zip(*ops_, out):
-            ref = T.decode(a, sa) @ T.decode(b, sb).T
-            g_ok, g_rel = _check(o, ref)
-            ok, rel = ok and g_ok, max(rel, g_rel)
-    us = _time(torch, launch, n_sets, args.reps)
-    sol_us = max(set_bytes / bw, flops / rate) * 1e6
-    return {"problem": prob, "shape": str(shape).replace(" ", ""), "backend": be, "us": us,
-            "tflops": flops / (us * 1e-6) / 1e12, "gbps": set_bytes / (us * 1e-6) / 1e9, "sol_us": sol_us,
-            "ok": ok, "rel_err": rel}
+            json.dump(doc, f, indent=1, default=str)
+        print(f"wrote {args.json}")
+    return 0 if all(r.get("ok") for r in rows) else 1

@@ -123,6 +123,9 @@ NVFP4_API const char* nvfp4_last_error(void);
 /* Semicolon-separated CUDA archs the library was compiled for, e.g. "80;90a;100a". */
 NVFP4_API const char* nvfp4_build_archs(void);
 NVFP4_API const char* nvfp4_backend_name(nvfp4_backend_t backend);
+/* The backend that ran the last successful op on this thread (a fast path may hand a
+ * problem it does not cover to the portable kernels; this says which one ran). */
+NVFP4_API nvfp4_backend_t nvfp4_last_backend(void);
 
 /* ---- devices ---------------------------------------------------------- */
 typedef struct nvfp4_device_info_st {
