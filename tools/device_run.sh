@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# One device-machine call: build, GPU tests, benchmarks; logs under $OUT.
+# Usage (from the repo root on the device machine, extern/cutlass carried):
+#   ARCHS="90a" STEPS="build tests bench" bash tools/device_run.sh [pytest args...]
+set -uo pipefail
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+export PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-16}
+export NVFP4_CUDA_ARCHS=${ARCHS:-90a}
+STEPS=${STEPS:-build tests}
+nvidia-smi --query-gpu=name,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader
+for step in $STEPS; do
+  case $step in
+    build)
+      t0=$(date +%s)
+      if ! python3 -m pip install --no-build-isolation --no-deps -e . > "$OUT/build.log" 2>&1; then
+        grep -E "error|Error" "$OUT/build.log" | head -40; tail -20 "$OUT/build.log"; exit 1
+      fi
+      echo "build ($NVFP4_CUDA_ARCHS): $(( $(date +%s) - t0 )) s"
+      python3 -m nvfp4 info ;;
+    tests)
+      python3 -m pytest -q -m gpu -p no:cacheprovider "$@" tests 2>&1 | tee "$OUT/gpu_tests.log" | tail -60 ;;
+    bench)
+      python3 -m nvfp4 bench --json "$OUT/main.json" 2>"$OUT/bench_progress.log" | tee "$OUT/bench_main.txt" ;;
+    suite)
+      python3 bench/run.py --out "$OUT" 2>"$OUT/suite_progress.log" | tail -40 ;;
+    sanitize)
+      compute-sanitizer --tool memcheck --error-exitcode 9 python3 -m pytest -q -m gpu -p no:cacheprovider \
+        -k "small or odd" tests/test_gpu_ops.py -x 2>&1 | tail -30 ;;
+  esac
+done
