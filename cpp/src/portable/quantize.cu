@@ -1,0 +1,412 @@
+// Portable quantize (with optional global-scale computation) and dequantize.
+//
+// Both are bandwidth-bound streaming kernels. Work is cut into "items": 32
+// consecutive K elements of one row (two scale blocks, 16 packed fp4 bytes), in
+// row-major order over (batch, row, item). A thread handles one item at a time with
+// 16-byte loads and stores; neighbouring threads take neighbouring items, so a warp
+// reads and writes contiguous memory. The grid is persistent (as many CTAs as fit on
+// the GPU at once) and strides over the items in chunks of 256, so there is no tail
+// wave and no per-item 64-bit division: each CTA carries its chunk's (batch, row,
+// item) coordinates forward by a fixed step.
+//
+// Numerics are exactly formats.h's recipe (see common.cuh): the CPU backend and
+// this kernel produce identical bytes.
+#include "portable/common.cuh"
+#include "portable/launchers.cuh"
+
+namespace nvfp4 {
+namespace portable {
+namespace {
+
+constexpr int kThreads = 256;
+constexpr int kItemElems = 32;  // K elements per item
+
+// The (batch, row, item) iteration space of one launch and its grid stride.
+struct ItemSpace {
+  int64_t rows = 0;         // rows per batch iterated (blocked quantize: padded to 128)
+  int64_t total_items = 0;  // L * rows * P
+  uint32_t P = 0;           // items per row = K / 32
+  FastDivmod div_P;
+  FastDivmod div_rows;      // used when rows_small
+  bool rows_small = true;   // rows < 2^30: split a chunk's row offsets with div_rows
+  // One grid step = gridDim.x * kThreads items = step_l batches + step_r rows + step_p
+  // items, with step_r < rows and step_p < P.
+  int64_t step_l = 0, step_r = 0;
+  uint32_t step_p = 0;
+  unsigned grid = 0;
+};
+
+// CTAs of `Kernel` that fit on one SM (cached per kernel; only sizes the grid).
+template <auto Kernel>
+int resident_ctas_per_sm() {
+  static const int n = [] {
+    int v = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, Kernel, kThreads, 0) != cudaSuccess || v < 1) {
+      (void)cudaGetLastError();
+      v = 1;
+    }
+    return v;
+  }();
+  return n;
+}
+
+// Returns false when the problem is beyond the 32-bit item arithmetic (K >= 2^35).
+bool make_item_space(int64_t L, int64_t rows, int64_t K, int sm_count, int ctas_per_sm, ItemSpace* s) {
+  const int64_t P = K / kItemElems;
+  if (P <= 0 || P >= (int64_t(1) << 30) || rows <= 0) return false;
+  s->rows = rows;
+  s->P = static_cast<uint32_t>(P);
+  s->total_items = L * rows * P;
+  s->div_P = FastDivmod(s->P);
+  s->rows_small = rows < (int64_t(1) << 30);
+  s->div_rows = FastDivmod(s->rows_small ? static_cast<uint32_t>(rows) : 1u);
+  const int64_t resident = int64_t(sm_count > 0 ? sm_count : 1) * ctas_per_sm;
+  const int64_t needed = ceil_div(s->total_items, kThreads);
+  s->grid = static_cast<unsigned>(needed < resident ? needed : resident);
+  const int64_t step = int64_t(s->grid) * kThreads;
+  const int64_t step_rows = step / P;
+  s->step_p = static_cast<uint32_t>(step - step_rows * P);
+  s->step_l = step_rows / rows;
+  s->step_r = step_rows - s->step_l * rows;
+  return true;
+}
+
+// Calls f(l, r, p) for every item this thread owns: item blockIdx.x * 256 + threadIdx.x
+// and every grid step after it.
+template <class F>
+__device__ __forceinline__ void for_each_item(const ItemSpace& s, F&& f) {
+  __shared__ int64_t start_l, start_r;
+  __shared__ uint32_t start_p;
+  int64_t item0 = int64_t(blockIdx.x) * kThreads;  // first item of this CTA's chunk
+  if (threadIdx.x == 0) {  // the only 64-bit divisions
+    const int64_t row = item0 / s.P;
+    start_p = static_cast<uint32_t>(item0 - row * s.P);
+    start_l = row / s.rows;
+    start_r = row - start_l * s.rows;
+  }
+  __syncthreads();
+  int64_t l0 = start_l, r0 = start_r;  // coordinates of item0
+  uint32_t p0 = start_p;
+  const int64_t step = int64_t(gridDim.x) * kThreads;
+  for (; item0 < s.total_items; item0 += step) {
+    if (item0 + threadIdx.x < s.total_items) {
+      uint32_t dr, p;
+      s.div_P.divmod(p0 + threadIdx.x, dr, p);  // p0 + 255 < 2^31
+      int64_t l = l0, r = r0 + dr;
+      if (s.rows_small) {
+        uint32_t dl, rr;
+        s.div_rows.divmod(static_cast<uint32_t>(r), dl, rr);  // r < rows + 256 < 2^31
+        l += dl;
+        r = rr;
+      } else if (r >= s.rows) {  // dr <= 256 < rows: at most one carry
+        r -= s.rows;
+        l += 1;
+      }
+      f(l, r, p);
+    }
+    // Advance the chunk start by one grid step (p0 < P, r0 < rows: single carries).
+    p0 += s.step_p;
+    const uint32_t carry = p0 >= s.P ? 1u : 0u;
+    p0 -= carry * s.P;
+    r0 += s.step_r + carry;
+    l0 += s.step_l;
+    if (r0 >= s.rows) {
+      r0 -= s.rows;
+      l0 += 1;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// amax (for compute_global_scale)
+// ---------------------------------------------------------------------------
+
+struct AmaxArgs {
+  ItemSpace s;
+  const void* x = nullptr;
+  int64_t x_rs = 0, x_bs = 0;  // elements
+  unsigned* amax_bits = nullptr;  // the global_scale float, zeroed beforehand
+};
+
+// atomicMax on the bits of |x|: non-negative floats order like their bits, and every
+// NaN (sign cleared) is above +inf, so a NaN anywhere wins, as in the CPU backend.
+template <class T, bool kVec>
+__global__ void __launch_bounds__(kThreads) amax_kernel(const AmaxArgs a) {
+  float m = 0.0f;
+  for_each_item(a.s, [&](int64_t l, int64_t r, uint32_t p) {
+    const T* xp = static_cast<const T*>(a.x) + l * a.x_bs + r * a.x_rs + int64_t(p) * kItemElems;
+    Raw16<T> x0, x1;
+    load_raw16<T, kVec>(xp, x0);
+    load_raw16<T, kVec>(xp + 16, x1);
+    m = max_nan(m, max_nan(raw_amax(x0), raw_amax(x1)));
+  });
+  const unsigned bits = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(m) & 0x7FFFFFFFu);
+  if ((threadIdx.x & 31) == 0 && bits != 0) atomicMax(a.amax_bits, bits);
+}
+
+// *gs held amax bits; replace them with the decode global scale.
+__global__ void finalize_global_scale_kernel(float* gs) { *gs = global_scale_from_amax(*gs); }
+
+// ---------------------------------------------------------------------------
+// quantize
+// ---------------------------------------------------------------------------
+
+struct QuantizeArgs {
+  ItemSpace s;               // rows = R (linear) or R padded to 128 (blocked)
+  const void* x = nullptr;
+  int64_t x_rs = 0, x_bs = 0;  // elements
+  uint8_t* q = nullptr;
+  int64_t q_rs = 0, q_bs = 0;
+  uint8_t* sf = nullptr;
+  int64_t sf_rs = 0, sf_bs = 0;
+  int64_t R = 0, K = 0;
+  bool blocked = false;
+  bool pad_cols = false;       // blocked and K/16 % 4 == 2: two zero columns per row
+  const float* gs = nullptr;
+  bool gs_is_amax = false;     // *gs holds amax bits (compute_global_scale)
+  NibblePack pack = NibblePack::make();
+};
+
+template <class T, bool kVec>
+__global__ void __launch_bounds__(kThreads) quantize_kernel(const QuantizeArgs a) {
+  float gs = *a.gs;
+  if (a.gs_is_amax) gs = global_scale_from_amax(gs);
+  const QuantScale qs = make_quant_scale(gs);
+  for_each_item(a.s, [&](int64_t l, int64_t r, uint32_t p) {
+    const int64_t c = 2 * int64_t(p);  // first scale column of the item
+    uint32_t sf0 = 0, sf1 = 0;         // padding rows (r >= R) get zero scales
+    if (r < a.R) {
+      const T* xp = static_cast<const T*>(a.x) + l * a.x_bs + r * a.x_rs + int64_t(p) * kItemElems;
+      Raw16<T> x0, x1;
+      load_raw16<T, kVec>(xp, x0);
+      load_raw16<T, kVec>(xp + 16, x1);
+      uint4 w;
+      sf0 = quantize_raw16(x0, qs, a.pack, w.x, w.y);
+      sf1 = quantize_raw16(x1, qs, a.pack, w.z, w.w);
+      uint8_t* qp = a.q + l * a.q_bs + r * a.q_rs + int64_t(p) * 16;
+      if constexpr (kVec) {
+        *reinterpret_cast<uint4*>(qp) = w;
+      } else {
+        const uint32_t words[4] = {w.x, w.y, w.z, w.w};
+#pragma unroll
+        for (int b = 0; b < 16; ++b) qp[b] = static_cast<uint8_t>(words[b / 4] >> (8 * (b % 4)));
+      }
+    }
+    if (a.blocked) {
+      uint8_t* base = a.sf + l * a.sf_bs;
+      // c is even, so columns c and c+1 are adjacent bytes of one 4-byte group.
+      const int64_t o = blocked_sf_offset(r, c, a.K);
+      base[o] = static_cast<uint8_t>(sf0);
+      base[o + 1] = static_cast<uint8_t>(sf1);
+      if (a.pad_cols && p == a.s.P - 1) {
+        const int64_t op = blocked_sf_offset(r, c + 2, a.K);
+        base[op] = 0;
+        base[op + 1] = 0;
+      }
+    } else {
+      uint8_t* sp = a.sf + l * a.sf_bs + r * a.sf_rs + c;
+      sp[0] = static_cast<uint8_t>(sf0);
+      sp[1] = static_cast<uint8_t>(sf1);
+    }
+  });
+}
+
+template <class T, bool kVec>
+nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec) {
+  cudaStream_t stream = cuda_stream(exec);
+  const bool blocked = p.sf_layout == NVFP4_SF_BLOCKED;
+
+  // Check everything before touching memory (NOT_SUPPORTED must leave it untouched).
+  QuantizeArgs a;
+  if (!make_item_space(p.L, blocked ? blocked_sf_rows(p.rows) : p.rows, p.K, exec.sm_count,
+                       resident_ctas_per_sm<quantize_kernel<T, kVec>>(), &a.s))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "quantize (portable): problem too large (K=%lld)",
+                static_cast<long long>(p.K));
+  AmaxArgs am;
+  if (p.compute_global_scale &&
+      !make_item_space(p.L, p.rows, p.K, exec.sm_count, resident_ctas_per_sm<amax_kernel<T, kVec>>(), &am.s))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "quantize (portable): problem too large");
+
+  if (p.compute_global_scale) {
+    NVFP4_CUDA_TRY(cudaMemsetAsync(p.global_scale, 0, sizeof(float), stream));
+    am.x = p.x;
+    am.x_rs = p.x_row_stride;
+    am.x_bs = p.x_batch_stride;
+    am.amax_bits = reinterpret_cast<unsigned*>(p.global_scale);
+    amax_kernel<T, kVec><<<am.s.grid, kThreads, 0, stream>>>(am);
+    NVFP4_CHECK_LAUNCH();
+  }
+
+  a.x = p.x;
+  a.x_rs = p.x_row_stride;
+  a.x_bs = p.x_batch_stride;
+  a.q = p.q;
+  a.q_rs = p.q_row_stride;
+  a.q_bs = p.q_batch_stride;
+  a.sf = p.sf;
+  a.sf_rs = p.sf_row_stride;
+  a.sf_bs = p.sf_batch_stride;
+  a.R = p.rows;
+  a.K = p.K;
+  a.blocked = blocked;
+  a.pad_cols = blocked && (p.K / kSfVec) % 4 != 0;
+  a.gs = p.global_scale;
+  a.gs_is_amax = p.compute_global_scale;
+  quantize_kernel<T, kVec><<<a.s.grid, kThreads, 0, stream>>>(a);
+  NVFP4_CHECK_LAUNCH();
+
+  if (p.compute_global_scale) {
+    finalize_global_scale_kernel<<<1, 1, 0, stream>>>(p.global_scale);
+    NVFP4_CHECK_LAUNCH();
+  }
+  return NVFP4_SUCCESS;
+}
+
+template <class T>
+nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec) {
+  const int64_t es = sizeof(T);
+  const bool vec = aligned_to(p.x, 16, p.x_row_stride * es, p.x_batch_stride * es) &&
+                   aligned_to(p.q, 16, p.q_row_stride, p.q_batch_stride);
+  return vec ? launch_quantize_typed<T, true>(p, exec) : launch_quantize_typed<T, false>(p, exec);
+}
+
+// ---------------------------------------------------------------------------
+// dequantize
+// ---------------------------------------------------------------------------
+
+struct DequantizeArgs {
+  ItemSpace s;
+  const uint8_t* q = nullptr;
+  int64_t q_rs = 0, q_bs = 0;
+  ScaleOperand sf;
+  int64_t K = 0;
+  Alpha gs;
+  void* out = nullptr;
+  int64_t o_rs = 0, o_bs = 0;  // elements
+};
+
+// e2m1 nibble -> fp32 bits of value * 2^-126: magnitude bits at 24..22 (exponent
+// field = code >> 1, so code 1 is the subnormal 2^-127), sign at 31.
+__device__ __forceinline__ float e2m1_scaled_bits(uint32_t nibble) {
+  return __uint_as_float(((nibble & 7u) << 22) | ((nibble & 8u) << 28));
+}
+
+template <class OT, bool kVec>
+__global__ void __launch_bounds__(kThreads) dequantize_kernel(const DequantizeArgs a) {
+  const float gs = read_alpha(a.gs);
+  for_each_item(a.s, [&](int64_t l, int64_t r, uint32_t p) {
+    const uint8_t* qp = a.q + l * a.q_bs + r * a.q_rs + int64_t(p) * 16;
+    uint32_t w[4];
+    if constexpr (kVec) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(qp));
+      w[0] = v.x; w[1] = v.y; w[2] = v.z; w[3] = v.w;
+    } else {
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        w[j] = uint32_t(qp[4 * j]) | (uint32_t(qp[4 * j + 1]) << 8) | (uint32_t(qp[4 * j + 2]) << 16) |
+               (uint32_t(qp[4 * j + 3]) << 24);
+    }
+    const int64_t c = 2 * int64_t(p);
+    const float s[2] = {e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, c, a.K)]),
+                        e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, c + 1, a.K)])};
+    float v[32];
+#pragma unroll
+    for (int i = 0; i < 32; ++i) {
+      // (e2m1 * e4m3) is exact in fp32 (at most 6 significant bits, >= 2^-10), as is
+      // the power-of-two rescale; the only rounding is the multiply by gs, as in
+      // formats.h / the CPU backend.
+      const float e = __fmul_rn(e2m1_scaled_bits(w[i / 8] >> (4 * (i % 8))), 0x1p126f);
+      v[i] = __fmul_rn(__fmul_rn(e, s[i / 16]), gs);
+    }
+    const int64_t o = l * a.o_bs + r * a.o_rs + int64_t(p) * kItemElems;
+    if constexpr (kVec) {
+      if constexpr (sizeof(OT) == 4) {
+        float4* op = reinterpret_cast<float4*>(static_cast<float*>(a.out) + o);
+#pragma unroll
+        for (int j = 0; j < 8; ++j) op[j] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
+      } else {
+        uint32_t h[16];
+#pragma unroll
+        for (int j = 0; j < 16; ++j) {
+          if constexpr (std::is_same<OT, __half>::value) {
+            const __half2 t = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+            h[j] = *reinterpret_cast<const uint32_t*>(&t);
+          } else {
+            const __nv_bfloat162 t = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+            h[j] = *reinterpret_cast<const uint32_t*>(&t);
+          }
+        }
+        uint4* op = reinterpret_cast<uint4*>(static_cast<OT*>(a.out) + o);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) op[j] = make_uint4(h[4 * j], h[4 * j + 1], h[4 * j + 2], h[4 * j + 3]);
+      }
+    } else {
+      constexpr DType kOut = sizeof(OT) == 4 ? DType::kFloat32
+                             : std::is_same<OT, __half>::value ? DType::kFloat16 : DType::kBFloat16;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) store_out(a.out, kOut, o + i, v[i]);
+    }
+  });
+}
+
+template <class OT, bool kVec>
+nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& exec) {
+  DequantizeArgs a;
+  if (!make_item_space(p.L, p.rows, p.K, exec.sm_count, resident_ctas_per_sm<dequantize_kernel<OT, kVec>>(), &a.s))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "dequantize (portable): problem too large (K=%lld)",
+                static_cast<long long>(p.K));
+  a.q = p.q;
+  a.q_rs = p.q_row_stride;
+  a.q_bs = p.q_batch_stride;
+  a.sf = p.sf;
+  a.K = p.K;
+  a.gs = p.global_scale;
+  a.out = p.out;
+  a.o_rs = p.out_row_stride;
+  a.o_bs = p.out_batch_stride;
+  dequantize_kernel<OT, kVec><<<a.s.grid, kThreads, 0, cuda_stream(exec)>>>(a);
+  NVFP4_CHECK_LAUNCH();
+  return NVFP4_SUCCESS;
+}
+
+template <class OT>
+nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& exec) {
+  const int64_t es = sizeof(OT);
+  const bool vec = aligned_to(p.q, 16, p.q_row_stride, p.q_batch_stride) &&
+                   aligned_to(p.out, 16, p.out_row_stride * es, p.out_batch_stride * es);
+  return vec ? launch_dequantize_typed<OT, true>(p, exec) : launch_dequantize_typed<OT, false>(p, exec);
+}
+
+}  // namespace
+
+nvfp4_status_t quantize(const QuantizeProblem& p, const Exec& exec) {
+  if (p.L == 0 || p.rows == 0 || p.K == 0) {
+    // Nothing to quantize; a requested global scale is that of amax 0 (1.0), as on CPU.
+    if (p.compute_global_scale) {
+      cudaStream_t stream = cuda_stream(exec);
+      NVFP4_CUDA_TRY(cudaMemsetAsync(p.global_scale, 0, sizeof(float), stream));
+      finalize_global_scale_kernel<<<1, 1, 0, stream>>>(p.global_scale);
+      NVFP4_CHECK_LAUNCH();
+    }
+    return NVFP4_SUCCESS;
+  }
+  switch (p.x_dtype) {
+    case DType::kFloat32: return launch_quantize_typed<float>(p, exec);
+    case DType::kFloat16: return launch_quantize_typed<__half>(p, exec);
+    case DType::kBFloat16: return launch_quantize_typed<__nv_bfloat16>(p, exec);
+  }
+  return fail(NVFP4_ERROR_INVALID_TYPE, "quantize (portable): unsupported input dtype");
+}
+
+nvfp4_status_t dequantize(const DequantizeProblem& p, const Exec& exec) {
+  if (p.L == 0 || p.rows == 0 || p.K == 0) return NVFP4_SUCCESS;
+  switch (p.out_dtype) {
+    case DType::kFloat32: return launch_dequantize_typed<float>(p, exec);
+    case DType::kFloat16: return launch_dequantize_typed<__half>(p, exec);
+    case DType::kBFloat16: return launch_dequantize_typed<__nv_bfloat16>(p, exec);
+  }
+  return fail(NVFP4_ERROR_INVALID_TYPE, "dequantize (portable): unsupported output dtype");
+}
+
+}  // namespace portable
+}  // namespace nvfp4
