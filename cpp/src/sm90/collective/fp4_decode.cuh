@@ -56,4 +56,48 @@ __device__ __forceinline__ uint32_t decode_pair(uint32_t q, uint32_t scale2) {
   return hmul2_u32(e2m1x2_to_f16x2_scaled<P>(q), scale2);
 }
 
+// Weight fragments of one 128-K block for thread (row g, quad t) of an RS wgmma
+// m64nNk16: `a`, `b` = the thread's 16 packed bytes (chunk t) of rows g and g+8,
+// `sa`, `sb` = their two e4m3 scales (columns 2t, 2t+1). f[4ks + j] = register j of
+// k-step ks (chunks c = 2ks for j = 0,1 and 2ks+1 for j = 2,3: word ks/2, pairs
+// 2(ks&1) and 2(ks&1)+1).
+__device__ __forceinline__ void decode_w_fragments(const uint4& a, const uint4& b, uint32_t sa, uint32_t sb,
+                                                   uint32_t (&f)[32]) {
+  const uint32_t ha = e4m3x2_to_f16x2(sa), hb = e4m3x2_to_f16x2(sb);
+  const uint32_t sa2[2] = {bcast_lo(ha), bcast_hi(ha)};
+  const uint32_t sb2[2] = {bcast_lo(hb), bcast_hi(hb)};
+  const uint32_t qa[4] = {a.x, a.y, a.z, a.w};
+  const uint32_t qb[4] = {b.x, b.y, b.z, b.w};
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    f[8 * w + 0] = decode_pair<0>(qa[w], sa2[w >> 1]);
+    f[8 * w + 1] = decode_pair<0>(qb[w], sb2[w >> 1]);
+    f[8 * w + 2] = decode_pair<1>(qa[w], sa2[w >> 1]);
+    f[8 * w + 3] = decode_pair<1>(qb[w], sb2[w >> 1]);
+    f[8 * w + 4] = decode_pair<2>(qa[w], sa2[w >> 1]);
+    f[8 * w + 5] = decode_pair<2>(qb[w], sb2[w >> 1]);
+    f[8 * w + 6] = decode_pair<3>(qa[w], sa2[w >> 1]);
+    f[8 * w + 7] = decode_pair<3>(qb[w], sb2[w >> 1]);
+  }
+}
+
+// 64 consecutive K elements of one row (the words 2h, 2h+1 of each 16-byte chunk t of a
+// 128-K block: q[t][0..1]) -> logical chunks 8h .. 8h+7 (8 fp16 each, 16 bytes): out[j]
+// = chunk 8h + j. sc2[t] = (s, s), the scale of physical block 2t + h.
+__device__ __forceinline__ void decode_x_half(const uint32_t (&q)[4][2], const uint32_t (&sc2)[4], uint4 (&out)[8]) {
+#pragma unroll
+  for (int wl = 0; wl < 2; ++wl) {
+#define NVFP4_SM90_XCHUNK(P)                              \
+  out[4 * wl + P].x = decode_pair<P>(q[0][wl], sc2[0]); \
+  out[4 * wl + P].y = decode_pair<P>(q[1][wl], sc2[1]); \
+  out[4 * wl + P].z = decode_pair<P>(q[2][wl], sc2[2]); \
+  out[4 * wl + P].w = decode_pair<P>(q[3][wl], sc2[3]);
+    NVFP4_SM90_XCHUNK(0)
+    NVFP4_SM90_XCHUNK(1)
+    NVFP4_SM90_XCHUNK(2)
+    NVFP4_SM90_XCHUNK(3)
+#undef NVFP4_SM90_XCHUNK
+  }
+}
+
 }  // namespace nvfp4::sm90

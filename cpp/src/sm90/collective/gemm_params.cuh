@@ -11,6 +11,16 @@
 
 namespace nvfp4::sm90 {
 
+// How the block scales reach shared memory.
+enum ScaleLoad : int32_t {
+  kScaleSync = 0,   // plain byte loads by the producer warp (any alignment)
+  kScaleCpAsync = 1,  // 4-byte cp.async with zero-fill, smem [row][8] (4-byte aligned rows)
+  kScaleBulk = 2,   // blocked layout, K % 128 == 0: the stage's 128-row x 8-column scales are
+                    // 1 KB contiguous in global memory -> one bulk copy, smem keeps the blocked order
+  kScaleTma = 3,    // linear layout with 16-byte aligned rows: a TMA box of 16 columns x 128
+                    // rows per stage (the first 8 columns are the stage's), smem [row][16]
+};
+
 struct ScaleSrc {
   const uint8_t* data;
   int64_t row_stride;    // linear layout only
@@ -24,7 +34,7 @@ struct GemmParams {
   int32_t num_kb;        // ceil(K / kBlockK)
   int32_t splits;        // CTAs per cluster sharing one output tile (split-K)
   int32_t sf_blocked;    // 1: blocked 128x4 scale layout, 0: linear
-  int32_t sf_async;      // 1: scale bytes are 4-byte aligned -> cp.async; 0: plain loads
+  int32_t sf_mode;       // ScaleLoad: how the producer fetches the block scales
   ScaleSrc sf_w, sf_x;
   float alpha;
   const float* alpha_ptr;  // read in-kernel when non-null

@@ -1,0 +1,118 @@
+// Epilogue of the sm90a NVFP4 GEMM: fp32 accumulators -> shared memory -> split-K
+// reduction across the CTAs of the cluster (distributed shared memory) -> alpha ->
+// fp16/bf16/fp32 -> coalesced global stores (vectorized when the output rows are
+// contiguous and aligned, else scalar; tails predicated).
+//
+// Every CTA stages its 128x128 fp32 tile as [token][weight row] (row pitch 132
+// floats: the wgmma fragment stores are bank-conflict free), then after a cluster
+// barrier CTA `rank` reduces tokens [rank*128/S, (rank+1)*128/S) over the S tiles in
+// a fixed order (deterministic) and writes them. A second cluster barrier keeps
+// every tile alive until all remote reads are done.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "gemm_params.cuh"
+#include "ptx.cuh"
+
+namespace nvfp4::sm90 {
+
+struct EpilogueClusterReduce {
+  static constexpr int kTileW = 128, kTileX = 128;
+  static constexpr int kPitch = kTileW + 4;  // floats
+  static constexpr int kSmemBytes = kTileX * kPitch * 4;
+
+  // Consumer thread (ctid 0..255) writes its 64x128 wgmma fragment.
+  static __device__ __forceinline__ void stage_fragment(float* tile, int ctid, const float (&acc)[64]) {
+    const int cw = ctid >> 5, lane = ctid & 31;
+    const int r0 = (cw >> 2) * 64 + (cw & 3) * 16 + (lane >> 2);
+    const int t = lane & 3;
+    const uint32_t base = ptx::smem_u32(tile);
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+      const int x = 8 * j + 2 * t;
+      ptx::sts_f32(base + 4u * (x * kPitch + r0), acc[4 * j + 0]);
+      ptx::sts_f32(base + 4u * ((x + 1) * kPitch + r0), acc[4 * j + 1]);
+      ptx::sts_f32(base + 4u * (x * kPitch + r0 + 8), acc[4 * j + 2]);
+      ptx::sts_f32(base + 4u * ((x + 1) * kPitch + r0 + 8), acc[4 * j + 3]);
+    }
+  }
+
+  static __device__ __forceinline__ void store4(const GemmParams& p, int64_t off, const float (&v)[4], int nvalid,
+                                                bool vec) {
+    if (p.c_dtype == 4 /*fp16*/) {
+      __half* c = static_cast<__half*>(p.c) + off;
+      if (vec) {
+        __half2 a = __floats2half2_rn(v[0], v[1]), b = __floats2half2_rn(v[2], v[3]);
+        uint2 u;
+        u.x = *reinterpret_cast<uint32_t*>(&a);
+        u.y = *reinterpret_cast<uint32_t*>(&b);
+        *reinterpret_cast<uint2*>(c) = u;
+      } else {
+        #pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (e < nvalid) c[e * p.c_col_stride] = __float2half_rn(v[e]);
+      }
+    } else if (p.c_dtype == 5 /*bf16*/) {
+      __nv_bfloat16* c = static_cast<__nv_bfloat16*>(p.c) + off;
+      if (vec) {
+        __nv_bfloat162 a = __floats2bfloat162_rn(v[0], v[1]), b = __floats2bfloat162_rn(v[2], v[3]);
+        uint2 u;
+        u.x = *reinterpret_cast<uint32_t*>(&a);
+        u.y = *reinterpret_cast<uint32_t*>(&b);
+        *reinterpret_cast<uint2*>(c) = u;
+      } else {
+        #pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (e < nvalid) c[e * p.c_col_stride] = __float2bfloat16_rn(v[e]);
+      }
+    } else {
+      float* c = static_cast<float*>(p.c) + off;
+      if (vec) {
+        *reinterpret_cast<float4*>(c) = make_float4(v[0], v[1], v[2], v[3]);
+      } else {
+        #pragma unroll
+        for (int e = 0; e < 4; ++e)
+          if (e < nvalid) c[e * p.c_col_stride] = v[e];
+      }
+    }
+  }
+
+  // All threads of the CTA. `tile` = this CTA's staged fp32 tile (already written and
+  // visible CTA-wide). The result is (acc * 2^28) * alpha: 2^28 undoes the decode's
+  // 2^-14 per operand.
+  static __device__ __forceinline__ void reduce_and_store(const GemmParams& p, const float* tile, int splits,
+                                                          int rank, int64_t w0, int64_t x0, int32_t l,
+                                                          float alpha) {
+    ptx::cluster_sync();  // all S tiles written
+    const int row_begin = rank * kTileX / splits;  // splits need not divide 128
+    const int rows = (rank + 1) * kTileX / splits - row_begin;
+    const int units = rows * (kTileW / 4);
+    const uint32_t tile_addr = ptx::smem_u32(tile);
+    const int64_t cbase = static_cast<int64_t>(l) * p.c_batch_stride;
+    for (int u = threadIdx.x; u < units; u += blockDim.x) {
+      const int xr = row_begin + u / (kTileW / 4);
+      const int wc = (u % (kTileW / 4)) * 4;
+      const int64_t m = x0 + xr, n = w0 + wc;
+      if (m >= p.M || n >= p.N) continue;
+      const uint32_t off = static_cast<uint32_t>((xr * kPitch + wc) * 4);
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      for (int q = 0; q < splits; ++q) {
+        const float4 f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
+        v[0] += f.x; v[1] += f.y; v[2] += f.z; v[3] += f.w;
+      }
+      // (acc * 2^28) is exact; then one rounding for alpha, as the reference does.
+#pragma unroll
+      for (int e = 0; e < 4; ++e) v[e] = (v[e] * 268435456.0f) * alpha;
+      const int64_t left = p.N - n;
+      const int nvalid = left < 4 ? static_cast<int>(left) : 4;
+      const int64_t off_c = cbase + m * p.c_row_stride + n * p.c_col_stride;
+      store4(p, off_c, v, nvalid, p.c_vec4 && nvalid == 4);
+    }
+    ptx::cluster_sync();  // remote reads of this tile finished
+  }
+};
+
+}  // namespace nvfp4::sm90

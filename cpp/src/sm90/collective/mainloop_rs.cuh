@@ -1,0 +1,327 @@
+// Mainloop collective of the sm90a NVFP4 GEMM: TMA producer + activation-decode
+// warpgroups + RS-wgmma consumer warpgroups (CUTLASS-collective-like roles).
+//
+// CTA = 4 warpgroups (512 threads):
+//   WG0, WG1 "transform" (setmaxnreg 80): warp 0 lane 0 issues the TMA loads of the
+//       packed fp4 tiles and of the block scales (TMA / bulk copy; cp.async or plain
+//       loads by warp 0's lanes where alignment forbids TMA); all 256 threads then
+//       decode the activation tile (one token row x 64 K each) into fp16 shared memory
+//       (128-byte-swizzled, K-major: the wgmma B operand).
+//   WG2, WG3 "consumers" (setmaxnreg 176): 64 weight rows each; every thread decodes
+//       its own rows of the weight tile straight into the wgmma A register fragments
+//       (RS wgmma), m64n128k16, fp32 accumulators in registers.
+// Tile: 128 weight rows (problem N) x 128 tokens (problem M) x 128 K per stage.
+// Barriers: full/empty per ring stage (TMA + scales -> readers), dfull/dempty per
+// decoded fp16 activation buffer (transform -> consumers; 3 buffers so the transform
+// runs up to two blocks ahead). Decoding of K block i+1 overlaps the wgmma of block i
+// on both sides. Every shared-memory access is an explicit ld/st.shared (generic
+// accesses were queued behind global misses in L1TEX: 5x slower, v0). Two transform
+// warpgroups because one (a single warp per scheduler) could not issue the
+// activation decode fast enough to keep up with the tensor cores (v1: 2.4k cycles
+// per 128-K block against 1k of wgmma).
+//
+// The weight decode happens exactly once per element per CTA; the activation tile
+// is decoded once per CTA and reused by both consumer warpgroups.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../../common/formats.h"
+#include "fp4_decode.cuh"
+#include "gemm_params.cuh"
+#include "ptx.cuh"
+
+namespace nvfp4::sm90 {
+
+struct MainloopRS {
+  static constexpr int kBlockW = 128;        // weight rows per CTA (2 consumer WGs x 64)
+  static constexpr int kBlockX = 128;        // tokens per CTA (wgmma N)
+  static constexpr int kBlockK = 128;        // K elements per stage
+  static constexpr int kPackedRow = kBlockK / 2;   // 64 bytes of fp4 per row per stage
+  static constexpr int kSfRow = kBlockK / 16;      // 8 scale bytes per row per stage
+  static constexpr int kStages = 5;
+  static constexpr int kXBuf = 3;            // decoded activation buffers
+  static constexpr int kTransformThreads = 256;
+  static constexpr int kConsumerThreads = 256;
+  static constexpr int kThreads = kTransformThreads + kConsumerThreads;
+  static constexpr int kTransformRegs = 80;  // setmaxnreg: 256 * (80 + 176) = 65536
+  static constexpr int kConsumerRegs = 176;
+  static constexpr int kTmaBytes = (kBlockW + kBlockX) * kPackedRow;
+  static constexpr int kXAtomBytes = kBlockX * 128;  // one 64-K atom of decoded tokens
+  static constexpr int kSfTmaCols = 16;      // kScaleTma box width (bytes)
+
+  struct alignas(1024) Stage {
+    uint8_t w[kBlockW * kPackedRow];   // TMA, 64-byte swizzle
+    uint8_t x[kBlockX * kPackedRow];   // TMA, 64-byte swizzle
+    uint8_t wsf[kBlockW * kSfTmaCols];  // layout depends on the ScaleLoad mode (sf_offset)
+    uint8_t xsf[kBlockX * kSfTmaCols];
+  };
+  // Decoded activations: 2 atoms of 64 K (128 B rows, 128-byte swizzle) x 128 tokens.
+  struct alignas(1024) XDecoded {
+    uint8_t atom[2][kXAtomBytes];
+  };
+  struct alignas(1024) SharedStorage {
+    Stage ring[kStages];
+    XDecoded xdec[kXBuf];
+    uint64_t full[kStages];
+    uint64_t empty[kStages];
+    uint64_t dfull[kXBuf];
+    uint64_t dempty[kXBuf];
+  };
+
+  // Byte offset of 16-byte chunk `chunk` (0..3) of row `row` in a 64-byte-row tile
+  // written by TMA with CU_TENSOR_MAP_SWIZZLE_64B (chunk bits 4..5 ^= address bits 7..8).
+  __device__ static __forceinline__ uint32_t sw64_offset(uint32_t row, uint32_t chunk) {
+    return row * 64u + ((chunk ^ ((row >> 1) & 3u)) << 4);
+  }
+  // Byte offset of logical 16-byte chunk c (0..15, 8 K elements each) of token row r
+  // in the decoded activation buffer (128-byte swizzle inside each 64-K atom).
+  __device__ static __forceinline__ uint32_t xdec_offset(uint32_t r, uint32_t c) {
+    return (c >> 3) * kXAtomBytes + r * 128u + (((c & 7u) ^ (r & 7u)) << 4);
+  }
+  // Byte offset of the stage's scale column c (0..7) of tile row r, for global K block
+  // kb (kScaleTma boxes start at a 16-byte aligned column: block kb sits at 8*(kb&1)).
+  __device__ static __forceinline__ uint32_t sf_offset(int mode, uint32_t r, uint32_t c, int32_t kb) {
+    if (mode == kScaleBulk) return (c >> 2) * 512u + (r & 31u) * 16u + (r >> 5) * 4u + (c & 3u);
+    if (mode == kScaleTma) return r * kSfTmaCols + c + 8u * static_cast<uint32_t>(kb & 1);
+    return r * kSfRow + c;
+  }
+
+  static __device__ __forceinline__ void init_barriers(SharedStorage& s, const GemmParams& p) {
+    const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
+    const uint32_t full_count = tx_only ? 1 : 1 + 32;  // + 32 scale-loading lanes
+    for (int i = 0; i < kStages; ++i) {
+      ptx::mbar_init(&s.full[i], full_count);
+      ptx::mbar_init(&s.empty[i], (kTransformThreads + kConsumerThreads) / 32);  // one per reading warp
+    }
+    for (int i = 0; i < kXBuf; ++i) {
+      ptx::mbar_init(&s.dfull[i], kTransformThreads);  // every transform thread
+      ptx::mbar_init(&s.dempty[i], kConsumerThreads / 32);  // every consumer warp
+    }
+    ptx::mbar_init_fence();
+  }
+
+  // ---- producer (warp 0 of the transform WGs) ---------------------------------------
+  // Row-major [row][8] scales of one stage, two 4-byte groups per row, zero-filled
+  // outside the matrix so that TMA's zero-filled fp4 never meets a garbage (NaN) scale.
+  static __device__ __forceinline__ void load_scales_rows(uint8_t* dst, const ScaleSrc& src, const GemmParams& p,
+                                                          int64_t row0, int32_t l, int32_t kb, int lane) {
+    const int64_t kcols = p.K / 16;
+    const uint8_t* base = src.data + static_cast<int64_t>(l) * src.batch_stride;
+    // not unrolled: this runs in the transform warpgroups' small register budget
+#pragma unroll 1
+    for (int j = 0; j < 4; ++j) {
+      const int r = lane + 32 * j;
+      const int64_t row = row0 + r;
+#pragma unroll 1
+      for (int g = 0; g < 2; ++g) {
+        const int64_t c0 = static_cast<int64_t>(kb) * kSfRow + g * 4;
+        int64_t nvalid = kcols - c0;
+        nvalid = nvalid < 0 ? 0 : (nvalid > 4 ? 4 : nvalid);
+        if (row >= src.rows) nvalid = 0;
+        const uint8_t* gp = base;
+        if (nvalid > 0)
+          gp = base + (p.sf_blocked ? blocked_sf_offset(row, c0, p.K) : row * src.row_stride + c0);
+        uint8_t* sp = dst + r * kSfRow + g * 4;
+        if (p.sf_mode == kScaleCpAsync) {
+          ptx::cp_async_4_zfill(sp, gp, static_cast<uint32_t>(nvalid));
+        } else {
+          uint32_t v = 0;
+#pragma unroll 1
+          for (int b = 0; b < nvalid; ++b) v |= static_cast<uint32_t>(__ldg(gp + b)) << (8 * b);
+          ptx::sts32(ptx::smem_u32(sp), v);
+        }
+      }
+    }
+  }
+
+  struct TmaDescs {
+    const void* w;
+    const void* x;
+    const void* sfw;  // kScaleTma only
+    const void* sfx;
+  };
+
+  static __device__ __forceinline__ void produce(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
+                                                 int stage, int32_t kb, int64_t w0, int64_t x0, int32_t l,
+                                                 int lane) {
+    Stage& st = s.ring[stage];
+    if (p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma) {
+      if (lane == 0) {
+        const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : 128u * kSfTmaCols;
+        ptx::mbar_arrive_expect_tx(&s.full[stage], kTmaBytes + 2 * sf_bytes);
+        ptx::tma_load_3d(st.w, tm.w, &s.full[stage], kb * kPackedRow, static_cast<int32_t>(w0), l);
+        ptx::tma_load_3d(st.x, tm.x, &s.full[stage], kb * kPackedRow, static_cast<int32_t>(x0), l);
+        if (p.sf_mode == kScaleBulk) {
+          // blocked: 512-byte tiles ordered (row block, 4-column group); this stage = 2 groups
+          const int64_t tiles_k = p.K / 64;  // K % 128 == 0 in this mode
+          const uint8_t* gw = p.sf_w.data + static_cast<int64_t>(l) * p.sf_w.batch_stride +
+                              ((w0 / 128) * tiles_k + 2 * static_cast<int64_t>(kb)) * 512;
+          const uint8_t* gx = p.sf_x.data + static_cast<int64_t>(l) * p.sf_x.batch_stride +
+                              ((x0 / 128) * tiles_k + 2 * static_cast<int64_t>(kb)) * 512;
+          ptx::bulk_load(st.wsf, gw, sf_bytes, &s.full[stage]);
+          ptx::bulk_load(st.xsf, gx, sf_bytes, &s.full[stage]);
+        } else {
+          // the box's inner start must be 16-byte aligned (an 8-byte start faults)
+          ptx::tma_load_3d(st.wsf, tm.sfw, &s.full[stage], (kb >> 1) * kSfTmaCols, static_cast<int32_t>(w0), l);
+          ptx::tma_load_3d(st.xsf, tm.sfx, &s.full[stage], (kb >> 1) * kSfTmaCols, static_cast<int32_t>(x0), l);
+        }
+      }
+      return;
+    }
+    if (lane == 0) {
+      ptx::mbar_arrive_expect_tx(&s.full[stage], kTmaBytes);
+      ptx::tma_load_3d(st.w, tm.w, &s.full[stage], kb * kPackedRow, static_cast<int32_t>(w0), l);
+      ptx::tma_load_3d(st.x, tm.x, &s.full[stage], kb * kPackedRow, static_cast<int32_t>(x0), l);
+    }
+    load_scales_rows(st.wsf, p.sf_w, p, w0, l, kb, lane);
+    load_scales_rows(st.xsf, p.sf_x, p, x0, l, kb, lane);
+    if (p.sf_mode == kScaleCpAsync)
+      ptx::cp_async_mbar_arrive_noinc(&s.full[stage]);
+    else
+      ptx::mbar_arrive(&s.full[stage]);
+  }
+
+  // ---- transform warpgroups: producer + activation decode ----------------------------
+  // Thread (r, h): token row r of the tile, K half h (words 2h, 2h+1 of each 16-byte
+  // chunk t -> logical chunks 8h..8h+7 = decoded atom h).
+  static __device__ __forceinline__ void run_transform(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
+                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0,
+                                                       int32_t nkb) {
+    const int tid = threadIdx.x;  // 0..255
+    const int warp = tid >> 5, lane = tid & 31;
+    const int mode = p.sf_mode;
+    if (warp == 0) {
+      const int pre = nkb < kStages - 1 ? nkb : kStages - 1;
+      for (int i = 0; i < pre; ++i) produce(s, tm, p, i, kb0 + i, w0, x0, l, lane);
+    }
+    const uint32_t r = static_cast<uint32_t>(tid & 127);
+    const uint32_t h = static_cast<uint32_t>(tid >> 7);
+    const uint32_t sf_sel = h ? 0x7531u : 0x6420u;  // scale columns 2t + h, t = 0..3
+    const uint32_t ring0 = ptx::smem_u32(&s.ring[0]);
+    const uint32_t xdec0 = ptx::smem_u32(&s.xdec[0]);
+    int stage = 0, sphase = 0, d = 0, dphase = 0;
+    for (int i = 0; i < nkb; ++i) {
+      if (warp == 0) {
+        const int j = i + kStages - 1;  // refill the stage released by block i-1
+        if (j < nkb) {
+          const int js = j % kStages;
+          if (j >= kStages) ptx::mbar_wait(&s.empty[js], ((j / kStages) - 1) & 1);
+          produce(s, tm, p, js, kb0 + j, w0, x0, l, lane);
+        }
+      }
+      ptx::mbar_wait(&s.full[stage], sphase);
+      const uint32_t st = ring0 + stage * static_cast<uint32_t>(sizeof(Stage));
+      uint32_t q[4][2];
+#pragma unroll
+      for (int t = 0; t < 4; ++t) {
+        const uint2 v = ptx::lds64(st + offsetof(Stage, x) + sw64_offset(r, t) + 8 * h);
+        q[t][0] = v.x; q[t][1] = v.y;
+      }
+      const uint32_t sf_lo = ptx::lds32(st + offsetof(Stage, xsf) + sf_offset(mode, r, 0, kb0 + i));
+      const uint32_t sf_hi = ptx::lds32(st + offsetof(Stage, xsf) + sf_offset(mode, r, 4, kb0 + i));
+      __syncwarp();
+      if (lane == 0) ptx::mbar_arrive(&s.empty[stage]);
+
+      const uint32_t sf4 = __byte_perm(sf_lo, sf_hi, sf_sel);  // bytes: scale of t = 0..3
+      const uint32_t h01 = e4m3x2_to_f16x2(sf4), h23 = e4m3x2_to_f16x2(sf4 >> 16);
+      const uint32_t sc2[4] = {bcast_lo(h01), bcast_hi(h01), bcast_lo(h23), bcast_hi(h23)};
+      if (i >= kXBuf) ptx::mbar_wait(&s.dempty[d], dphase ^ 1);
+      const uint32_t out = xdec0 + d * static_cast<uint32_t>(sizeof(XDecoded)) + h * kXAtomBytes + r * 128u;
+      uint4 o[8];
+      decode_x_half(q, sc2, o);
+#pragma unroll
+      for (int j = 0; j < 8; ++j) ptx::sts128(out + ((static_cast<uint32_t>(j) ^ (r & 7u)) << 4), o[j]);
+      ptx::fence_proxy_async_smem();
+      ptx::mbar_arrive(&s.dfull[d]);
+      if (++stage == kStages) { stage = 0; sphase ^= 1; }
+      if (++d == kXBuf) { d = 0; dphase ^= 1; }
+    }
+  }
+
+  // ---- consumer warpgroups ---------------------------------------------------------
+  struct ConsumerState {
+    uint32_t r0, t;   // fragment rows r0, r0 + 8 of the tile; quad index
+    int lane;
+    int sf_mode;
+    uint32_t ring0, xdec0;
+    int32_t kb;         // global K block of the next block to load
+    int stage, sphase;  // ring position of the next block to load
+    int d, dphase;      // decoded buffer of the next block to multiply
+  };
+
+  // Decodes this thread's weight fragments of the next ring block (32 registers: 8
+  // k-steps x 4) and releases the ring stage.
+  static __device__ __forceinline__ void load_w_fragments(SharedStorage& s, ConsumerState& c, uint32_t (&f)[32]) {
+    ptx::mbar_wait(&s.full[c.stage], c.sphase);
+    const uint32_t st = c.ring0 + c.stage * static_cast<uint32_t>(sizeof(Stage));
+    const uint32_t r1 = c.r0 + 8;
+    const uint4 a = ptx::lds128(st + offsetof(Stage, w) + sw64_offset(c.r0, c.t));
+    const uint4 b = ptx::lds128(st + offsetof(Stage, w) + sw64_offset(r1, c.t));
+    const uint32_t sa = ptx::lds_u16(st + offsetof(Stage, wsf) + sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
+    const uint32_t sb = ptx::lds_u16(st + offsetof(Stage, wsf) + sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
+    ++c.kb;
+    __syncwarp();
+    if (c.lane == 0) ptx::mbar_arrive(&s.empty[c.stage]);
+    if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
+    decode_w_fragments(a, b, sa, sb, f);
+  }
+
+  // wgmma of local block i with fragments `cur`; then (while it runs) decode block i+1
+  // into `nxt`, whose previous contents were read by the wgmma of block i-1.
+  static __device__ __forceinline__ void consumer_step(SharedStorage& s, ConsumerState& c, int i, int nkb,
+                                                       float (&acc)[64], uint32_t (&cur)[32], uint32_t (&nxt)[32]) {
+    const int d = c.d;
+    ptx::mbar_wait(&s.dfull[d], c.dphase);
+    const uint32_t xbase = c.xdec0 + d * static_cast<uint32_t>(sizeof(XDecoded));
+#pragma unroll
+    for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      const uint32_t addr = xbase + (ks >> 2) * kXAtomBytes + (ks & 3) * 32;
+      ptx::wgmma_m64n128k16_rs(acc, cur[4 * ks + 0], cur[4 * ks + 1], cur[4 * ks + 2], cur[4 * ks + 3],
+                               ptx::smem_desc_sw128(addr));
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<1>();  // block i-1 done: its fragments (nxt) and decoded buffer are free
+#pragma unroll
+    for (int k = 0; k < 32; ++k) ptx::fence_reg(nxt[k]);
+    if (i >= 1) {
+      __syncwarp();
+      if (c.lane == 0) ptx::mbar_arrive(&s.dempty[d == 0 ? kXBuf - 1 : d - 1]);
+    }
+    if (++c.d == kXBuf) { c.d = 0; c.dphase ^= 1; }
+    if (i + 1 < nkb) load_w_fragments(s, c, nxt);
+  }
+
+  // Runs the consumer side; acc holds this thread's 64x128 fragment on return.
+  static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
+                                                      int32_t nkb, float (&acc)[64]) {
+    const int ctid = threadIdx.x - kTransformThreads;  // 0..255
+    const int cw = ctid >> 5;
+    ConsumerState c;
+    c.lane = ctid & 31;
+    c.r0 = static_cast<uint32_t>((cw >> 2) * 64 + (cw & 3) * 16 + (c.lane >> 2));
+    c.t = static_cast<uint32_t>(c.lane & 3);
+    c.sf_mode = p.sf_mode;
+    c.ring0 = ptx::smem_u32(&s.ring[0]);
+    c.xdec0 = ptx::smem_u32(&s.xdec[0]);
+    c.kb = kb0;
+    c.stage = 0; c.sphase = 0; c.d = 0; c.dphase = 0;
+#pragma unroll
+    for (int k = 0; k < 64; ++k) acc[k] = 0.0f;
+    uint32_t fa[32], fb[32];
+    if (nkb > 0) load_w_fragments(s, c, fa);
+    for (int i = 0; i < nkb; i += 2) {
+      consumer_step(s, c, i, nkb, acc, fa, fb);
+      if (i + 1 < nkb) consumer_step(s, c, i + 1, nkb, acc, fb, fa);
+    }
+    ptx::wgmma_wait<0>();
+#pragma unroll
+    for (int k = 0; k < 64; ++k) ptx::fence_reg(acc[k]);
+  }
+};
+
+}  // namespace nvfp4::sm90

@@ -1,0 +1,226 @@
+// Mainloop collective of the sm90a NVFP4 GEMM, small-M path: the token operand was
+// decoded once into an fp16 workspace (x_predecode.cuh) and arrives by TMA already in
+// the 128-byte-swizzled K-major layout wgmma reads; only the weights are decoded here.
+//
+// CTA = 3 warpgroups (384 threads):
+//   WG0 (setmaxnreg 56): warp 0 = producer (lane 0 issues TMA for the packed weight
+//        tile, the two 64-K atoms of the fp16 token tile and the weight scales; all
+//        lanes fetch the scales by cp.async / plain loads where TMA alignment rules
+//        forbid it). Warps 1..3 only join the epilogue.
+//   WG1, WG2 (setmaxnreg 224): consumers, 64 weight rows each, weight fragments decoded
+//        into registers (RS wgmma m64n128k16); the decode of block i+1 runs while the
+//        wgmma group of block i is in flight.
+// A ring stage is released when the wgmma that read its token tile has completed.
+//
+// Two fragment sets, not three: with three (two groups in flight while decoding) ptxas
+// gave two of the sets the same physical registers, so a decode overwrote the A
+// operand of a wgmma still in flight (wrong results from the third K block on; the
+// register fences below only pin virtual registers). Measured gain of 3 sets: none.
+//
+// NVFP4_SM90_PDL=1 (default 0): the kernel is launched with programmatic stream
+// serialization after the pre-decode pass and issues the weight loads of the first
+// stages before griddepcontrol.wait (-2.5 µs on the gpu-mode shapes, H200); verified
+// only for <= 2 K blocks per CTA so far, hence off.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fp4_decode.cuh"
+#include "gemm_params.cuh"
+#include "mainloop_rs.cuh"
+#include "ptx.cuh"
+
+namespace nvfp4::sm90 {
+
+struct MainloopRSPredecoded {
+  static constexpr int kBlockW = 128;
+  static constexpr int kBlockX = 128;
+  static constexpr int kBlockK = 128;
+  static constexpr int kPackedRow = kBlockK / 2;
+  static constexpr int kSfRow = kBlockK / 16;
+  static constexpr int kStages = 5;
+  static constexpr int kThreads = 384;
+  static constexpr int kFragBuffers = 2;  // see the header comment before raising this
+#ifndef NVFP4_SM90_PDL
+#define NVFP4_SM90_PDL 0
+#endif
+  static constexpr bool kPdl = NVFP4_SM90_PDL != 0;
+  static constexpr int kProducerRegs = 56;    // setmaxnreg: 128 * 56 + 256 * 224 <= 65536
+  static constexpr int kConsumerRegs = 224;
+  static constexpr int kXAtomBytes = kBlockX * 128;
+  static constexpr int kSfTmaCols = MainloopRS::kSfTmaCols;
+
+  struct alignas(1024) Stage {
+    uint8_t x[2][kXAtomBytes];         // fp16 tokens, TMA 128-byte swizzle (wgmma B operand)
+    uint8_t w[kBlockW * kPackedRow];   // TMA, 64-byte swizzle
+    uint8_t wsf[kBlockW * kSfTmaCols];
+  };
+  struct alignas(1024) SharedStorage {
+    Stage ring[kStages];
+    uint64_t full[kStages];
+    uint64_t empty[kStages];
+  };
+
+  struct TmaDescs {
+    const void* w;
+    const void* xh;   // fp16 workspace [L][M][Kp]
+    const void* sfw;  // kScaleTma only
+  };
+
+  static __device__ __forceinline__ void init_barriers(SharedStorage& s, const GemmParams& p) {
+    const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
+    for (int i = 0; i < kStages; ++i) {
+      ptx::mbar_init(&s.full[i], tx_only ? 1 : 1 + 32);
+      ptx::mbar_init(&s.empty[i], 8);  // consumer warps
+    }
+    ptx::mbar_init_fence();
+  }
+
+  // Warp 0: fills the ring for local blocks 0..nkb-1. With programmatic dependent
+  // launch (kPdl) this kernel starts while the pre-decode pass still runs: the first
+  // kStages blocks get their weights and scales first, and the fp16 token tiles (the
+  // pass's output) only after griddepcontrol.wait.
+  static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
+                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0,
+                                                      int32_t nkb) {
+    const int lane = threadIdx.x & 31;
+    const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
+    const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : p.sf_mode == kScaleTma ? 128u * kSfTmaCols : 0u;
+    const uint32_t tx = kBlockW * kPackedRow + 2 * kXAtomBytes + sf_bytes;
+    const int early = kPdl ? (nkb < kStages ? nkb : kStages) : 0;  // token tiles deferred past the wait
+    int stage = 0, phase = 0;
+    for (int i = 0; i < nkb; ++i) {
+      const int32_t kb = kb0 + i;
+      if (i == early) {
+        // token tiles of the first blocks, once the pre-decode pass is done
+        ptx::pdl_wait_primary();
+        if (lane == 0)
+          for (int e = 0; e < early; ++e) {
+            ptx::tma_load_3d(s.ring[e].x[0], tm.xh, &s.full[e], (kb0 + e) * kBlockK, static_cast<int32_t>(x0), l);
+            ptx::tma_load_3d(s.ring[e].x[1], tm.xh, &s.full[e], (kb0 + e) * kBlockK + 64,
+                             static_cast<int32_t>(x0), l);
+          }
+      }
+      if (i >= kStages) ptx::mbar_wait(&s.empty[stage], phase ^ 1);
+      Stage& st = s.ring[stage];
+      uint64_t* bar = &s.full[stage];
+      if (lane == 0) {
+        ptx::mbar_arrive_expect_tx(bar, tx);
+        ptx::tma_load_3d(st.w, tm.w, bar, kb * kPackedRow, static_cast<int32_t>(w0), l);
+        if (i >= early) {
+          ptx::tma_load_3d(st.x[0], tm.xh, bar, kb * kBlockK, static_cast<int32_t>(x0), l);
+          ptx::tma_load_3d(st.x[1], tm.xh, bar, kb * kBlockK + 64, static_cast<int32_t>(x0), l);
+        }
+        if (p.sf_mode == kScaleBulk) {
+          const int64_t tiles_k = p.K / 64;
+          const uint8_t* gw = p.sf_w.data + static_cast<int64_t>(l) * p.sf_w.batch_stride +
+                              ((w0 / 128) * tiles_k + 2 * static_cast<int64_t>(kb)) * 512;
+          ptx::bulk_load(st.wsf, gw, sf_bytes, bar);
+        } else if (p.sf_mode == kScaleTma) {
+          ptx::tma_load_3d(st.wsf, tm.sfw, bar, (kb >> 1) * kSfTmaCols, static_cast<int32_t>(w0), l);
+        }
+      }
+      if (!tx_only) {
+        MainloopRS::load_scales_rows(st.wsf, p.sf_w, p, w0, l, kb, lane);
+        if (p.sf_mode == kScaleCpAsync)
+          ptx::cp_async_mbar_arrive_noinc(bar);
+        else
+          ptx::mbar_arrive(bar);
+      }
+      if (++stage == kStages) { stage = 0; phase ^= 1; }
+    }
+    if (nkb == early && nkb > 0) {
+      ptx::pdl_wait_primary();
+      if (lane == 0)
+        for (int e = 0; e < early; ++e) {
+          ptx::tma_load_3d(s.ring[e].x[0], tm.xh, &s.full[e], (kb0 + e) * kBlockK, static_cast<int32_t>(x0), l);
+          ptx::tma_load_3d(s.ring[e].x[1], tm.xh, &s.full[e], (kb0 + e) * kBlockK + 64, static_cast<int32_t>(x0),
+                           l);
+        }
+    }
+  }
+
+  struct ConsumerState {
+    uint32_t r0, t;
+    int lane;
+    int sf_mode;
+    uint32_t ring0;
+    int32_t kb;          // global K block of the next fragments to load
+    int stage, sphase;   // ring position of the next fragments to load
+    int mstage;          // ring position of the next wgmma
+  };
+
+  static __device__ __forceinline__ void load_w_fragments(SharedStorage& s, ConsumerState& c, uint32_t (&f)[32]) {
+    ptx::mbar_wait(&s.full[c.stage], c.sphase);
+    const uint32_t st = c.ring0 + c.stage * static_cast<uint32_t>(sizeof(Stage));
+    const uint32_t r1 = c.r0 + 8;
+    const uint4 a = ptx::lds128(st + offsetof(Stage, w) + MainloopRS::sw64_offset(c.r0, c.t));
+    const uint4 b = ptx::lds128(st + offsetof(Stage, w) + MainloopRS::sw64_offset(r1, c.t));
+    const uint32_t sa =
+        ptx::lds_u16(st + offsetof(Stage, wsf) + MainloopRS::sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
+    const uint32_t sb =
+        ptx::lds_u16(st + offsetof(Stage, wsf) + MainloopRS::sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
+    ++c.kb;
+    if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
+    decode_w_fragments(a, b, sa, sb, f);
+  }
+
+  // wgmma of local block i with fragments `cur`; then, with up to kFragBuffers-1
+  // groups still in flight, decode block i+1 into `nxt` (last read by block
+  // i+1-kFragBuffers, whose group has completed by then).
+  static __device__ __forceinline__ void consumer_step(SharedStorage& s, ConsumerState& c, int i, int nkb,
+                                                       float (&acc)[64], uint32_t (&cur)[32], uint32_t (&nxt)[32]) {
+    const int ms = c.mstage;
+    const uint32_t xbase = c.ring0 + ms * static_cast<uint32_t>(sizeof(Stage)) + offsetof(Stage, x);
+#pragma unroll
+    for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
+    ptx::wgmma_fence();
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      const uint32_t addr = xbase + (ks >> 2) * kXAtomBytes + (ks & 3) * 32;
+      ptx::wgmma_m64n128k16_rs(acc, cur[4 * ks + 0], cur[4 * ks + 1], cur[4 * ks + 2], cur[4 * ks + 3],
+                               ptx::smem_desc_sw128(addr));
+    }
+    ptx::wgmma_commit();
+    ptx::wgmma_wait<kFragBuffers - 1>();  // block i+1-kFragBuffers done: its stage and `nxt` are free
+#pragma unroll
+    for (int k = 0; k < 32; ++k) ptx::fence_reg(nxt[k]);
+    if (i >= kFragBuffers - 1) {
+      __syncwarp();
+      int rs = ms - (kFragBuffers - 1);
+      if (rs < 0) rs += kStages;
+      if (c.lane == 0) ptx::mbar_arrive(&s.empty[rs]);
+    }
+    c.mstage = ms + 1 == kStages ? 0 : ms + 1;
+    if (i + 1 < nkb) load_w_fragments(s, c, nxt);
+  }
+
+  static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
+                                                      int32_t nkb, float (&acc)[64]) {
+    const int ctid = threadIdx.x - 128;  // 0..255
+    const int cw = ctid >> 5;
+    ConsumerState c;
+    c.lane = ctid & 31;
+    c.r0 = static_cast<uint32_t>((cw >> 2) * 64 + (cw & 3) * 16 + (c.lane >> 2));
+    c.t = static_cast<uint32_t>(c.lane & 3);
+    c.sf_mode = p.sf_mode;
+    c.ring0 = ptx::smem_u32(&s.ring[0]);
+    c.kb = kb0;
+    c.stage = 0; c.sphase = 0; c.mstage = 0;
+#pragma unroll
+    for (int k = 0; k < 64; ++k) acc[k] = 0.0f;
+    uint32_t f[kFragBuffers][32];  // only compile-time indices (unrolled below)
+    if (nkb > 0) load_w_fragments(s, c, f[0]);
+    for (int i = 0; i < nkb; i += kFragBuffers) {
+#pragma unroll
+      for (int u = 0; u < kFragBuffers; ++u)
+        if (i + u < nkb) consumer_step(s, c, i + u, nkb, acc, f[u], f[(u + 1) % kFragBuffers]);
+    }
+    ptx::wgmma_wait<0>();
+#pragma unroll
+    for (int k = 0; k < 64; ++k) ptx::fence_reg(acc[k]);
+  }
+};
+
+}  // namespace nvfp4::sm90

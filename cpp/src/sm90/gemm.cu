@@ -1,0 +1,416 @@
+// sm90a (Hopper) NVFP4 GEMM: C[l] = alpha * A[l] * B[l]^T, computed exactly on fp16
+// tensor cores (DESIGN §3, §8).
+//
+// Two paths:
+//   small M, long K (kPredecodeMaxM/MinK, workspace given): the tokens are decoded once into an
+//     fp16 workspace (x_predecode.cuh), the main loop only decodes weights
+//     (mainloop_rs_predecoded.cuh);
+//   otherwise (or without workspace): fused, every CTA decodes its token tile
+//     (mainloop_rs.cuh).
+// Pieces (cpp/src/sm90/collective/):
+//   mainloop_rs.cuh              TMA producer + activation decode WGs + RS-wgmma consumers
+//   mainloop_rs_predecoded.cuh   TMA producer (fp16 tokens) + RS-wgmma consumers
+//   x_predecode.cuh              token decode pass
+//   epilogue_cluster_reduce.cuh  split-K reduction over the cluster (DSMEM), alpha, stores
+//   tile_scheduler.cuh           tile / K-slice of each CTA
+//   fp4_decode.cuh, ptx.cuh      integer e2m1 decode, inline PTX
+// This file: the kernel that wires them, and the host launcher (tensor maps built
+// with cuTensorMapEncodeTiled obtained through the runtime's driver entry point, so
+// the library does not link libcuda).
+#include <cuda.h>
+#include <cudaTypedefs.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <mutex>
+
+#include "../backends.hpp"
+#include "../common/cuda_check.hpp"
+#include "../problem.hpp"
+#include "collective/epilogue_cluster_reduce.cuh"
+#include "collective/gemm_params.cuh"
+#include "collective/mainloop_rs.cuh"
+#include "collective/mainloop_rs_predecoded.cuh"
+#include "collective/tile_scheduler.cuh"
+#include "collective/x_predecode.cuh"
+
+namespace nvfp4::sm90 {
+
+namespace {
+
+using Mainloop = MainloopRS;
+using Epilogue = EpilogueClusterReduce;
+
+constexpr size_t kSmemBytes = sizeof(Mainloop::SharedStorage) + 1024;  // + manual 1 KB alignment
+static_assert(Epilogue::kSmemBytes <= sizeof(Mainloop::Stage) * Mainloop::kStages,
+              "the epilogue tile reuses the stage ring");
+static_assert(Epilogue::kTileW == Mainloop::kBlockW && Epilogue::kTileX == Mainloop::kBlockX, "tile shapes");
+
+__global__ void __launch_bounds__(Mainloop::kThreads, 1)
+    nvfp4_sm90_gemm_kernel(const __grid_constant__ CUtensorMap tmap_w, const __grid_constant__ CUtensorMap tmap_x,
+                           const __grid_constant__ CUtensorMap tmap_sfw,
+                           const __grid_constant__ CUtensorMap tmap_sfx, const GemmParams p) {
+  extern __shared__ uint8_t smem_raw[];
+  const uintptr_t base = (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023);
+  Mainloop::SharedStorage& s = *reinterpret_cast<Mainloop::SharedStorage*>(base);
+
+  const TileWork work = cluster_splitk_work(p.splits, p.num_kb);
+  const int64_t w0 = static_cast<int64_t>(work.tile_w) * Mainloop::kBlockW;
+  const int64_t x0 = static_cast<int64_t>(work.tile_x) * Mainloop::kBlockX;
+
+  if (threadIdx.x == 0) {
+    Mainloop::init_barriers(s, p);
+    ptx::tma_prefetch_desc(&tmap_w);
+    ptx::tma_prefetch_desc(&tmap_x);
+  }
+  __syncthreads();
+
+  float* tile = reinterpret_cast<float*>(&s.ring[0]);
+  if (threadIdx.x < Mainloop::kTransformThreads) {
+    ptx::setmaxnreg_dec<Mainloop::kTransformRegs>();
+    const Mainloop::TmaDescs tm{&tmap_w, &tmap_x, &tmap_sfw, &tmap_sfx};
+    Mainloop::run_transform(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
+    ptx::named_barrier_sync(1, Mainloop::kThreads);  // ring free: the tile may overwrite it
+  } else {
+    ptx::setmaxnreg_inc<Mainloop::kConsumerRegs>();
+    float acc[64];
+    Mainloop::run_consumer(s, p, work.kb_begin, work.kb_count, acc);
+    ptx::named_barrier_sync(1, Mainloop::kThreads);
+    Epilogue::stage_fragment(tile, threadIdx.x - Mainloop::kTransformThreads, acc);
+  }
+  const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+  Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
+}
+
+using MainloopPre = MainloopRSPredecoded;
+constexpr size_t kSmemBytesPre = sizeof(MainloopPre::SharedStorage) + 1024;
+static_assert(Epilogue::kSmemBytes <= sizeof(MainloopPre::Stage) * MainloopPre::kStages,
+              "the epilogue tile reuses the stage ring");
+// Small-M path when M <= kPredecodeMaxM and K >= kPredecodeMinK: below that K the
+// extra launch costs more than the saved token decode (H200: 128x4096x7168 ties,
+// 27.7 fused vs 28.1 µs; 128x7168x2048 16.0 vs 19.6; 128x7168x16384 75.9 vs 63.6).
+constexpr int64_t kPredecodeMaxM = 512;
+constexpr int64_t kPredecodeMinK = 8192;
+
+__global__ void __launch_bounds__(MainloopPre::kThreads, 1)
+    nvfp4_sm90_gemm_predecoded_kernel(const __grid_constant__ CUtensorMap tmap_w,
+                                      const __grid_constant__ CUtensorMap tmap_xh,
+                                      const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p) {
+  extern __shared__ uint8_t smem_raw[];
+  const uintptr_t base = (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023);
+  MainloopPre::SharedStorage& s = *reinterpret_cast<MainloopPre::SharedStorage*>(base);
+
+  const TileWork work = cluster_splitk_work(p.splits, p.num_kb);
+  const int64_t w0 = static_cast<int64_t>(work.tile_w) * MainloopPre::kBlockW;
+  const int64_t x0 = static_cast<int64_t>(work.tile_x) * MainloopPre::kBlockX;
+
+  if (threadIdx.x == 0) {
+    MainloopPre::init_barriers(s, p);
+    ptx::tma_prefetch_desc(&tmap_w);
+    ptx::tma_prefetch_desc(&tmap_xh);
+  }
+  __syncthreads();
+
+  float* tile = reinterpret_cast<float*>(&s.ring[0]);
+  if (threadIdx.x < 128) {
+    ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
+    if (threadIdx.x < 32) {
+      const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
+      MainloopPre::run_producer(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
+    }
+    ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
+  } else {
+    ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
+    float acc[64];
+    MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, acc);
+    ptx::named_barrier_sync(1, MainloopPre::kThreads);
+    Epilogue::stage_fragment(tile, threadIdx.x - 128, acc);
+  }
+  const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+  Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
+}
+
+__global__ void __launch_bounds__(256) nvfp4_sm90_x_predecode_kernel(const XPredecodeParams p) {
+  ptx::pdl_launch_dependents();  // the GEMM may start its prologue and weight loads now
+  x_predecode_thread(p, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x);
+}
+
+
+
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q = cudaDriverEntryPointSymbolNotFound;
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) ==
+            cudaSuccess &&
+        q == cudaDriverEntryPointSuccess)
+      fn = reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+    else
+      (void)cudaGetLastError();
+  });
+  return fn;
+}
+
+bool aligned(const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; }
+
+// Packed fp4 operand (rows x K/2 bytes x L) as a 3-D uint8 tensor map, box
+// 64 bytes x 128 rows x 1, 64-byte swizzle (conflict-free 16-byte smem reads).
+bool encode_fp4_map(CUtensorMap* map, const Fp4Operand& op, int64_t rows, int64_t K, int64_t L) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const int64_t batch_stride =
+      L > 1 ? op.batch_stride : ((rows * op.row_stride + 15) / 16) * 16;
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(K / 2), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(L)};
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(op.row_stride), static_cast<cuuint64_t>(batch_stride)};
+  cuuint32_t box[3] = {static_cast<cuuint32_t>(Mainloop::kPackedRow), 128u, 1u};
+  cuuint32_t elem[3] = {1u, 1u, 1u};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<uint8_t*>(op.data), dims, strides,
+                            box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
+
+// Linear scales (rows x K/16 bytes x L) as a 3-D uint8 tensor map, box 16 x 128 x 1:
+// each stage loads its 8 columns plus the next 8 (TMA needs 16-byte boxes).
+bool encode_linear_sf_map(CUtensorMap* map, const ScaleOperand& sf, int64_t rows, int64_t K, int64_t L) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  const int64_t batch_stride = L > 1 ? sf.batch_stride : ((rows * sf.row_stride + 15) / 16) * 16;
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(K / 16), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(L)};
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(sf.row_stride), static_cast<cuuint64_t>(batch_stride)};
+  cuuint32_t box[3] = {static_cast<cuuint32_t>(Mainloop::kSfTmaCols), 128u, 1u};
+  cuuint32_t elem[3] = {1u, 1u, 1u};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<uint8_t*>(sf.data), dims, strides,
+                            box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
+
+bool scales_tma(const ScaleOperand& s, int64_t L) {
+  return s.layout == NVFP4_SF_LINEAR && aligned(s.data, 16) && s.row_stride % 16 == 0 && s.row_stride > 0 &&
+         (L == 1 || (s.batch_stride % 16 == 0 && s.batch_stride > 0));
+}
+
+// fp16 token workspace [L][M][Kp] as a 3-D map, box 64 x 128 x 1, 128-byte swizzle
+// (exactly the K-major SW128 layout of the wgmma B descriptor).
+bool encode_xh_map(CUtensorMap* map, void* ws, int64_t M, int64_t Kp, int64_t L) {
+  const auto encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(Kp), static_cast<cuuint64_t>(M), static_cast<cuuint64_t>(L)};
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(Kp * 2), static_cast<cuuint64_t>(M * Kp * 2)};
+  cuuint32_t box[3] = {64u, 128u, 1u};
+  cuuint32_t elem[3] = {1u, 1u, 1u};
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, ws, dims, strides, box, elem,
+                            CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  return r == CUDA_SUCCESS;
+}
+
+size_t predecode_bytes(const GemmProblem& p) {
+  if (p.M <= 0 || p.M > kPredecodeMaxM || p.K < kPredecodeMinK || p.L <= 0) return 0;
+  const int64_t kp = (p.K + 127) / 128 * 128;
+  return static_cast<size_t>((p.L * p.M * kp * 2 + 255) / 256 * 256);
+}
+
+bool tma_compatible(const Fp4Operand& op, int64_t rows, int64_t L) {
+  if (!aligned(op.data, 16) || op.row_stride % 16 != 0 || op.row_stride <= 0) return false;
+  if (L > 1 && (op.batch_stride % 16 != 0 || op.batch_stride <= 0)) return false;
+  if (rows > (int64_t{1} << 31) - 1) return false;
+  if (op.row_stride >= (int64_t{1} << 40) || op.batch_stride >= (int64_t{1} << 40)) return false;
+  return true;
+}
+
+bool scales_bulk(const ScaleOperand& s, int64_t K, int64_t L) {
+  // K % 128: every stage then holds 8 real scale columns (no stale smem bytes in a K tail)
+  return s.layout == NVFP4_SF_BLOCKED && K % 128 == 0 && aligned(s.data, 16) &&
+         (L == 1 || s.batch_stride % 16 == 0);
+}
+
+bool scales_async(const ScaleOperand& s, int64_t L) {
+  if (!aligned(s.data, 4)) return false;
+  if (L > 1 && s.batch_stride % 4 != 0) return false;
+  if (s.layout == NVFP4_SF_LINEAR && s.row_stride % 4 != 0) return false;
+  return true;
+}
+
+// CTAs per output tile (split-K over a cluster): enough to cover the SMs once.
+int choose_splits(int64_t tiles, int32_t num_kb, int sm_count) {
+  int64_t s = tiles > 0 ? sm_count / tiles : 1;
+  if (s > 8) s = 8;
+  if (s > num_kb) s = num_kb;
+  if (s < 1) s = 1;
+  return static_cast<int>(s);
+}
+
+// Clusters of `splits` CTAs of `kernel` that can be resident at once (cached per
+// device; a failed query counts as "no limit").
+int max_active_clusters(const void* kernel, int kernel_id, size_t smem, int threads, int splits, int device) {
+  static std::atomic<int> cache[2][9][16];  // 0 = not queried yet, else value + 1
+  const bool cacheable = device >= 0 && device < 16;
+  if (cacheable) {
+    const int v = cache[kernel_id][splits][device].load(std::memory_order_relaxed);
+    if (v > 0) return v - 1;
+  }
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(splits), 1, 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(splits);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, &cfg) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 1 << 20;
+  }
+  if (cacheable) cache[kernel_id][splits][device].store(n + 1, std::memory_order_relaxed);
+  return n;
+}
+
+// CTAs per output tile (split-K over a cluster): fill the SMs once, but only with a
+// cluster size whose clusters all fit at once (a cluster of 4 with ~200 KB of smem per
+// CTA may not tile every GPC; v2 suspected 32 such clusters ran as two waves).
+int choose_splits_fitting(const void* kernel, int kernel_id, size_t smem, int threads, int64_t tiles,
+                          int32_t num_kb, int sm_count, int device) {
+  int s = choose_splits(tiles, num_kb, sm_count);
+  while (s > 1 && max_active_clusters(kernel, kernel_id, smem, threads, s, device) < tiles) --s;
+  return s;
+}
+
+}  // namespace
+
+// Scratch of the small-M path (the fp16 token workspace); without it gemm() runs the
+// fused path. Nothing in it needs to be zeroed.
+size_t gemm_workspace(const GemmProblem& p, const Exec&) { return predecode_bytes(p); }
+
+nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
+  if (exec.cc_major != 9 || exec.cc_minor != 0)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: needs a CC 9.0 device");
+  if (p.M <= 0 || p.N <= 0 || p.L <= 0) return NVFP4_SUCCESS;
+  if (p.K <= 0 || p.K % 32 != 0) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: K must be a multiple of 32");
+  if (!tma_compatible(p.a, p.M, p.L) || !tma_compatible(p.b, p.N, p.L))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: fp4 operands need 16-byte aligned bases and strides");
+  const int64_t tiles_w = (p.N + Mainloop::kBlockW - 1) / Mainloop::kBlockW;
+  const int64_t tiles_x = (p.M + Mainloop::kBlockX - 1) / Mainloop::kBlockX;
+  if (tiles_x > 65535 || p.L > 65535 || tiles_w * 8 > 0x7FFFFFFF)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: grid too large");
+  if (p.sfa.layout != p.sfb.layout) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: mixed scale layouts");
+
+  CUtensorMap tmap_w, tmap_x;
+  if (!encode_fp4_map(&tmap_w, p.b, p.N, p.K, p.L) || !encode_fp4_map(&tmap_x, p.a, p.M, p.K, p.L))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: cuTensorMapEncodeTiled unavailable or rejected the operands");
+
+  GemmParams kp{};
+  kp.M = p.M;
+  kp.N = p.N;
+  kp.K = p.K;
+  kp.L = static_cast<int32_t>(p.L);
+  kp.num_kb = static_cast<int32_t>((p.K + Mainloop::kBlockK - 1) / Mainloop::kBlockK);
+  int sm_count = exec.sm_count;
+  if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
+  kp.sf_blocked = p.sfb.layout == NVFP4_SF_BLOCKED ? 1 : 0;
+  CUtensorMap tmap_sfw = tmap_w, tmap_sfx = tmap_x;  // placeholders unless kScaleTma
+  if (scales_bulk(p.sfa, p.K, p.L) && scales_bulk(p.sfb, p.K, p.L)) {
+    kp.sf_mode = kScaleBulk;
+  } else if (scales_tma(p.sfa, p.L) && scales_tma(p.sfb, p.L) &&
+             encode_linear_sf_map(&tmap_sfw, p.sfb, p.N, p.K, p.L) &&
+             encode_linear_sf_map(&tmap_sfx, p.sfa, p.M, p.K, p.L)) {
+    kp.sf_mode = kScaleTma;
+  } else {
+    kp.sf_mode = (scales_async(p.sfa, p.L) && scales_async(p.sfb, p.L)) ? kScaleCpAsync : kScaleSync;
+  }
+  kp.sf_w = ScaleSrc{p.sfb.data, p.sfb.row_stride, p.sfb.batch_stride, p.N};
+  kp.sf_x = ScaleSrc{p.sfa.data, p.sfa.row_stride, p.sfa.batch_stride, p.M};
+  kp.alpha = p.alpha.value;
+  kp.alpha_ptr = p.alpha.device_ptr;
+  kp.c = p.c.data;
+  kp.c_dtype = static_cast<int32_t>(p.c.dtype);
+  const int esize = p.c.dtype == DType::kFloat32 ? 4 : 2;
+  kp.c_vec4 = (p.c.col_stride == 1 && aligned(p.c.data, 4 * esize) && p.c.row_stride % 4 == 0 &&
+               (p.L == 1 || p.c.batch_stride % 4 == 0))
+                  ? 1
+                  : 0;
+  kp.c_row_stride = p.c.row_stride;
+  kp.c_col_stride = p.c.col_stride;
+  kp.c_batch_stride = p.c.batch_stride;
+
+  const size_t ws_need = predecode_bytes(p);
+  const bool predecode = ws_need > 0 && exec.workspace != nullptr && exec.workspace_bytes >= ws_need &&
+                         aligned(exec.workspace, 256);
+  const void* kernel = predecode ? reinterpret_cast<const void*>(nvfp4_sm90_gemm_predecoded_kernel)
+                                 : reinterpret_cast<const void*>(nvfp4_sm90_gemm_kernel);
+  const size_t smem = predecode ? kSmemBytesPre : kSmemBytes;
+  const int threads = predecode ? MainloopPre::kThreads : Mainloop::kThreads;
+
+  // Raise the dynamic smem limits once per device (a host-side cost of ~µs per call otherwise).
+  static std::atomic<uint64_t> smem_attr_set{0};
+  const uint64_t dev_bit = uint64_t{1} << (exec.device & 63);
+  if ((smem_attr_set.load(std::memory_order_acquire) & dev_bit) == 0) {
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kSmemBytes)));
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_predecoded_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kSmemBytesPre)));
+    smem_attr_set.fetch_or(dev_bit, std::memory_order_acq_rel);
+  }
+  kp.splits = choose_splits_fitting(kernel, predecode ? 1 : 0, smem, threads, tiles_w * tiles_x * p.L, kp.num_kb,
+                                    sm_count, exec.device);
+
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(tiles_w * kp.splits), static_cast<unsigned>(tiles_x),
+                     static_cast<unsigned>(p.L));
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = cuda_stream(exec);
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeClusterDimension;
+  attr[0].val.clusterDim.x = static_cast<unsigned>(kp.splits);
+  attr[0].val.clusterDim.y = 1;
+  attr[0].val.clusterDim.z = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = 1;
+  if (predecode) {
+    const int64_t kpad = static_cast<int64_t>(kp.num_kb) * 128;  // workspace row (elements)
+    CUtensorMap tmap_xh;
+    if (!encode_xh_map(&tmap_xh, exec.workspace, p.M, kpad, p.L))
+      return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: cuTensorMapEncodeTiled rejected the workspace");
+    XPredecodeParams xp{};
+    xp.a = p.a.data;
+    xp.a_row_stride = p.a.row_stride;
+    xp.a_batch_stride = p.a.batch_stride;
+    xp.sf = p.sfa.data;
+    xp.sf_row_stride = p.sfa.row_stride;
+    xp.sf_batch_stride = p.sfa.batch_stride;
+    xp.sf_blocked = p.sfa.layout == NVFP4_SF_BLOCKED ? 1 : 0;
+    xp.M = p.M;
+    xp.K = p.K;
+    xp.L = static_cast<int32_t>(p.L);
+    xp.num_kb = kp.num_kb;
+    xp.out = static_cast<uint16_t*>(exec.workspace);
+    xp.out_row_stride = kpad;
+    xp.out_batch_stride = p.M * kpad;
+    const int64_t nthreads = p.L * p.M * kp.num_kb * 2;
+    nvfp4_sm90_x_predecode_kernel<<<static_cast<unsigned>((nthreads + 255) / 256), 256, 0, cuda_stream(exec)>>>(
+        xp);
+    NVFP4_CHECK_LAUNCH();
+    cudaLaunchAttribute attr2[2] = {attr[0], {}};
+    attr2[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr2[1].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr2;
+    cfg.numAttrs = MainloopPre::kPdl ? 2 : 1;
+    NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_predecoded_kernel, tmap_w, tmap_xh, tmap_sfw, kp));
+    NVFP4_CHECK_LAUNCH();
+    return NVFP4_SUCCESS;
+  }
+  NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_kernel, tmap_w, tmap_x, tmap_sfw, tmap_sfx, kp));
+  NVFP4_CHECK_LAUNCH();
+  return NVFP4_SUCCESS;
+}
+
+}  // namespace nvfp4::sm90
