@@ -155,24 +155,22 @@ struct NibblePack {
   }
 };
 
-// Packs e2m1(x[i] * inv) for 16 values into q0 (elements 0..7) and q1, element i at
-// nibble i % 8, for inv > 0 finite (so sign(x*inv) == sign(x), zeros included, and
+// Packs e2m1(x[i] * inv) for N values into q[i / 8], element i at nibble i % 8, for inv > 0 finite (so sign(x*inv) == sign(x), zeros included, and
 // x*inv is never NaN: a NaN x would have made the block scale NaN and inv 0).
 //   codes: sum_i (0x4B000000 + code_i) * 16^i = sum_i code_i * 16^i + 0xFB000000 (mod
 //          2^32: the magic contributes 0x4B000000 at i=0, 0xB0000000 at i=1, 0 beyond)
 //   signs: sum_i (x_i >> 28) * 16^i puts x_i's sign at bit 4i+3 with only x_i's own
 //          exponent bits below it in the nibble (no carries), masked by 0x88888888.
-template <bool kClamp>
-__device__ __forceinline__ void pack16_fast(const float (&x)[16], float inv, const NibblePack& k,
-                                            uint32_t& q0, uint32_t& q1) {
-  uint32_t w[2] = {0u, 0u}, s[2] = {0u, 0u};
+template <bool kClamp, int N>
+__device__ __forceinline__ void pack_fast(const float (&x)[N], float inv, const NibblePack& k, uint32_t (&q)[N / 8]) {
+  uint32_t w[N / 8] = {}, sg[N / 8] = {};
 #pragma unroll
-  for (int i = 0; i < 16; ++i) {
+  for (int i = 0; i < N; ++i) {
     w[i / 8] += e2m1_code_magic<kClamp>(__fmul_rn(fabsf(x[i]), inv)) * k.mul[i % 8];
-    s[i / 8] += __umulhi(__float_as_uint(x[i]), k.sixteen) * k.mul[i % 8];
+    sg[i / 8] += __umulhi(__float_as_uint(x[i]), k.sixteen) * k.mul[i % 8];
   }
-  q0 = (w[0] - 0xFB000000u) | (s[0] & 0x88888888u);
-  q1 = (w[1] - 0xFB000000u) | (s[1] & 0x88888888u);
+#pragma unroll
+  for (int j = 0; j < N / 8; ++j) q[j] = (w[j] - 0xFB000000u) | (sg[j] & 0x88888888u);
 }
 
 // Per-kernel constants of the quantization recipe.
@@ -185,34 +183,59 @@ __device__ __forceinline__ QuantScale make_quant_scale(float gs) {
   return QuantScale{gs, __fmul_rn(6.0f, gs), gs >= 0x1p-90f && gs <= 0x1p90f};
 }
 
-// Quantizes one 16-element block of fp32 values x with formats.h's recipe:
-//   amax (NaN wins; given) -> scale byte -> inverse scale -> e2m1 codes.
-// Writes the packed block (16 nibbles, element 2i low) to q0 (elements 0..7), q1;
-// returns the scale byte.
-__device__ __forceinline__ uint32_t quantize_block16(const float (&x)[16], float amax, const QuantScale& qs,
-                                                     const NibblePack& k, uint32_t& q0, uint32_t& q1) {
+// A block's scale byte and inverse scale (formats.h quant_block_scale /
+// quant_inv_scale) from its amax (NaN wins), and which packing its codes need.
+struct BlockScale {
+  uint32_t sf;
+  float inv;
+  int mode;  // 0: fast, no clamp; 1: fast with clamp to code 7; 2: reference conversion
+};
+__device__ __forceinline__ BlockScale block_scale(float amax, const QuantScale& qs) {
   // quant_block_scale: e4m3(amax / (6 * gs)).
   const float quot = __fdiv_rn(amax, qs.six_gs);
   const uint32_t sf = float_to_e4m3_fast(quot);
   // quant_inv_scale: s = e4m3 * gs; 0 for s == 0 or NaN, else the IEEE 1/s.
   const float s = __fmul_rn(e4m3_to_float_fast(sf), qs.gs);
   const float inv = (s == 0.0f || s != s) ? 0.0f : __frcp_rn(s);
-  if (qs.gs_normal && quot >= 0x1p-6f && quot <= 448.0f) {
-    // Normal, unsaturated scale: it is within 2^-4 of quot, so every |x| * inv is
-    // <= 6 * 16/15 * (1 + 2^-20) < 7 and the clamp to code 7 is not needed.
-    pack16_fast<false>(x, inv, k, q0, q1);
-  } else if (inv > 0.0f && inv <= 3.402823466e38f) {
-    pack16_fast<true>(x, inv, k, q0, q1);  // saturated or subnormal scale
+  // Normal, unsaturated scale: it is within 2^-4 of quot, so every |x| * inv is
+  // <= 6 * 16/15 * (1 + 2^-20) < 7 and the clamp to code 7 is not needed. Saturated
+  // or subnormal scales need the clamp. inv == 0 (zero or NaN scale), negative
+  // (negative global scale) or inf (tiny global scale) take the reference conversion.
+  const int mode = (qs.gs_normal && quot >= 0x1p-6f && quot <= 448.0f) ? 0
+                   : (inv > 0.0f && inv <= 3.402823466e38f)            ? 1
+                                                                        : 2;
+  return BlockScale{sf, inv, mode};
+}
+
+// e2m1(x[i] * inv) of N values (N a multiple of 8) packed into N/8 words, element i
+// at nibble i % 8 of word i / 8.
+template <int N>
+__device__ __forceinline__ void pack_codes(const float (&x)[N], const BlockScale& b, const NibblePack& k,
+                                           uint32_t (&q)[N / 8]) {
+  if (b.mode == 0) {
+    pack_fast<false>(x, b.inv, k, q);
+  } else if (b.mode == 1) {
+    pack_fast<true>(x, b.inv, k, q);
   } else {
-    // inv == 0 (zero or NaN scale), negative (negative global scale) or inf (tiny
-    // global scale): the reference conversion, element by element.
-    uint32_t w[2] = {0u, 0u};
 #pragma unroll
-    for (int i = 0; i < 16; ++i) w[i / 8] |= float_to_e2m1(__fmul_rn(x[i], inv)) << (4 * (i % 8));
-    q0 = w[0];
-    q1 = w[1];
+    for (int j = 0; j < N / 8; ++j) q[j] = 0u;
+#pragma unroll
+    for (int i = 0; i < N; ++i) q[i / 8] |= float_to_e2m1(__fmul_rn(x[i], b.inv)) << (4 * (i % 8));
   }
-  return sf;
+}
+
+// Quantizes one 16-element block of fp32 values x with formats.h's recipe:
+//   amax (NaN wins; given) -> scale byte -> inverse scale -> e2m1 codes.
+// Writes the packed block (16 nibbles, element 2i low) to q0 (elements 0..7), q1;
+// returns the scale byte.
+__device__ __forceinline__ uint32_t quantize_block16(const float (&x)[16], float amax, const QuantScale& qs,
+                                                     const NibblePack& k, uint32_t& q0, uint32_t& q1) {
+  const BlockScale b = block_scale(amax, qs);
+  uint32_t q[2];
+  pack_codes<16>(x, b, k, q);
+  q0 = q[0];
+  q1 = q[1];
+  return b.sf;
 }
 
 // ---------------------------------------------------------------------------

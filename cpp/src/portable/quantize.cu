@@ -51,8 +51,9 @@ int resident_ctas_per_sm() {
 }
 
 // Returns false when the problem is beyond the 32-bit item arithmetic (K >= 2^35).
-bool make_item_space(int64_t L, int64_t rows, int64_t K, int sm_count, int ctas_per_sm, ItemSpace* s) {
-  const int64_t P = K / kItemElems;
+bool make_item_space(int64_t L, int64_t rows, int64_t K, int sm_count, int ctas_per_sm, ItemSpace* s,
+                     int item_elems = kItemElems) {
+  const int64_t P = K / item_elems;
   if (P <= 0 || P >= (int64_t(1) << 30) || rows <= 0) return false;
   s->rows = rows;
   s->P = static_cast<uint32_t>(P);
@@ -291,60 +292,73 @@ __device__ __forceinline__ float e2m1_scaled_bits(uint32_t nibble) {
   return __uint_as_float(((nibble & 7u) << 22) | ((nibble & 8u) << 28));
 }
 
-template <class OT, bool kVec>
-__global__ void __launch_bounds__(kThreads) dequantize_kernel(const DequantizeArgs a) {
+// Aligned operands: one item is the 16 output bytes of one lane (8 fp16/bf16 or 4 fp32
+// values), so every load and store instruction of a warp covers one contiguous span
+// (per-lane 32-element items left each store instruction half-filling 32 lines).
+template <class OT>
+constexpr int kDequantLaneElems = 16 / static_cast<int>(sizeof(OT));
+
+template <class OT>
+__global__ void __launch_bounds__(kThreads) dequantize_lane16_kernel(const DequantizeArgs a) {
+  constexpr int E = kDequantLaneElems<OT>;
+  const float gs = read_alpha(a.gs);
+  for_each_item(a.s, [&](int64_t l, int64_t r, uint32_t p) {
+    const int64_t k0 = int64_t(p) * E;
+    const uint8_t* qp = a.q + l * a.q_bs + r * a.q_rs + k0 / 2;
+    const uint32_t w = E == 8 ? __ldg(reinterpret_cast<const uint32_t*>(qp))
+                              : uint32_t(__ldg(reinterpret_cast<const uint16_t*>(qp)));
+    const float s = e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, k0 / kSfVec, a.K)]);
+    float v[E];
+#pragma unroll
+    for (int i = 0; i < E; ++i) {
+      // same operations as dequantize_unaligned_kernel: exact (e2m1 * e4m3), one rounding by gs
+      const float e = __fmul_rn(e2m1_scaled_bits(w >> (4 * i)), 0x1p126f);
+      v[i] = __fmul_rn(__fmul_rn(e, s), gs);
+    }
+    const int64_t o = l * a.o_bs + r * a.o_rs + k0;
+    if constexpr (sizeof(OT) == 4) {
+      *reinterpret_cast<float4*>(static_cast<float*>(a.out) + o) = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+      uint32_t h[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (std::is_same<OT, __half>::value) {
+          const __half2 t = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+          h[j] = *reinterpret_cast<const uint32_t*>(&t);
+        } else {
+          const __nv_bfloat162 t = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+          h[j] = *reinterpret_cast<const uint32_t*>(&t);
+        }
+      }
+      *reinterpret_cast<uint4*>(static_cast<OT*>(a.out) + o) = make_uint4(h[0], h[1], h[2], h[3]);
+    }
+  });
+}
+
+// Unaligned operands: a 32-element item per thread with byte loads and element stores.
+template <class OT>
+__global__ void __launch_bounds__(kThreads) dequantize_unaligned_kernel(const DequantizeArgs a) {
+  constexpr DType kOut = sizeof(OT) == 4 ? DType::kFloat32
+                         : std::is_same<OT, __half>::value ? DType::kFloat16 : DType::kBFloat16;
   const float gs = read_alpha(a.gs);
   for_each_item(a.s, [&](int64_t l, int64_t r, uint32_t p) {
     const uint8_t* qp = a.q + l * a.q_bs + r * a.q_rs + int64_t(p) * 16;
     uint32_t w[4];
-    if constexpr (kVec) {
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(qp));
-      w[0] = v.x; w[1] = v.y; w[2] = v.z; w[3] = v.w;
-    } else {
 #pragma unroll
-      for (int j = 0; j < 4; ++j)
-        w[j] = uint32_t(qp[4 * j]) | (uint32_t(qp[4 * j + 1]) << 8) | (uint32_t(qp[4 * j + 2]) << 16) |
-               (uint32_t(qp[4 * j + 3]) << 24);
-    }
+    for (int j = 0; j < 4; ++j)
+      w[j] = uint32_t(qp[4 * j]) | (uint32_t(qp[4 * j + 1]) << 8) | (uint32_t(qp[4 * j + 2]) << 16) |
+             (uint32_t(qp[4 * j + 3]) << 24);
     const int64_t c = 2 * int64_t(p);
     const float s[2] = {e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, c, a.K)]),
                         e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, c + 1, a.K)])};
-    float v[32];
+    const int64_t o = l * a.o_bs + r * a.o_rs + int64_t(p) * kItemElems;
 #pragma unroll
     for (int i = 0; i < 32; ++i) {
       // (e2m1 * e4m3) is exact in fp32 (at most 6 significant bits, >= 2^-10), as is
       // the power-of-two rescale; the only rounding is the multiply by gs, as in
       // formats.h / the CPU backend.
       const float e = __fmul_rn(e2m1_scaled_bits(w[i / 8] >> (4 * (i % 8))), 0x1p126f);
-      v[i] = __fmul_rn(__fmul_rn(e, s[i / 16]), gs);
-    }
-    const int64_t o = l * a.o_bs + r * a.o_rs + int64_t(p) * kItemElems;
-    if constexpr (kVec) {
-      if constexpr (sizeof(OT) == 4) {
-        float4* op = reinterpret_cast<float4*>(static_cast<float*>(a.out) + o);
-#pragma unroll
-        for (int j = 0; j < 8; ++j) op[j] = make_float4(v[4 * j], v[4 * j + 1], v[4 * j + 2], v[4 * j + 3]);
-      } else {
-        uint32_t h[16];
-#pragma unroll
-        for (int j = 0; j < 16; ++j) {
-          if constexpr (std::is_same<OT, __half>::value) {
-            const __half2 t = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
-            h[j] = *reinterpret_cast<const uint32_t*>(&t);
-          } else {
-            const __nv_bfloat162 t = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
-            h[j] = *reinterpret_cast<const uint32_t*>(&t);
-          }
-        }
-        uint4* op = reinterpret_cast<uint4*>(static_cast<OT*>(a.out) + o);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) op[j] = make_uint4(h[4 * j], h[4 * j + 1], h[4 * j + 2], h[4 * j + 3]);
-      }
-    } else {
-      constexpr DType kOut = sizeof(OT) == 4 ? DType::kFloat32
-                             : std::is_same<OT, __half>::value ? DType::kFloat16 : DType::kBFloat16;
-#pragma unroll
-      for (int i = 0; i < 32; ++i) store_out(a.out, kOut, o + i, v[i]);
+      store_out(a.out, kOut, o + i, __fmul_rn(__fmul_rn(e, s[i / 16]), gs));
     }
   });
 }
@@ -352,7 +366,9 @@ __global__ void __launch_bounds__(kThreads) dequantize_kernel(const DequantizeAr
 template <class OT, bool kVec>
 nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& exec) {
   DequantizeArgs a;
-  if (!make_item_space(p.L, p.rows, p.K, exec.sm_count, resident_ctas_per_sm<dequantize_kernel<OT, kVec>>(), &a.s))
+  const int ctas = kVec ? resident_ctas_per_sm<dequantize_lane16_kernel<OT>>()
+                        : resident_ctas_per_sm<dequantize_unaligned_kernel<OT>>();
+  if (!make_item_space(p.L, p.rows, p.K, exec.sm_count, ctas, &a.s, kVec ? kDequantLaneElems<OT> : kItemElems))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "dequantize (portable): problem too large (K=%lld)",
                 static_cast<long long>(p.K));
   a.q = p.q;
@@ -364,7 +380,11 @@ nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& e
   a.out = p.out;
   a.o_rs = p.out_row_stride;
   a.o_bs = p.out_batch_stride;
-  dequantize_kernel<OT, kVec><<<a.s.grid, kThreads, 0, cuda_stream(exec)>>>(a);
+  if constexpr (kVec) {
+    dequantize_lane16_kernel<OT><<<a.s.grid, kThreads, 0, cuda_stream(exec)>>>(a);
+  } else {
+    dequantize_unaligned_kernel<OT><<<a.s.grid, kThreads, 0, cuda_stream(exec)>>>(a);
+  }
   NVFP4_CHECK_LAUNCH();
   return NVFP4_SUCCESS;
 }

@@ -1,0 +1,44 @@
+"""Every op once on small odd shapes, on each GPU backend of the device, for
+`compute-sanitizer` (memcheck / racecheck). CuPy arrays keep start-up light.
+Usage: compute-sanitizer --tool memcheck python3 tools/sanitize_smoke.py"""
+
+import cupy as cp
+import numpy as np
+
+import nvfp4
+
+rng = np.random.default_rng(0)
+
+
+def fp4(*shape):
+    return cp.asarray(rng.integers(0, 256, shape, dtype=np.uint8))
+
+
+def sf(*shape):
+    return cp.asarray(rng.integers(0x30, 0x48, shape, dtype=np.uint8))
+
+
+backends = ["portable"] + [d["backend"] for d in nvfp4.info()["devices"][:1] if d["backend"] != "portable"]
+for be in backends:
+    for M, N, K, L in [(7, 200, 96, 3), (129, 8, 32, 1), (1, 129, 256, 2)]:
+        a, sa, b, sb = fp4(L, M, K // 2), sf(L, M, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
+        nvfp4.gemm(a, sa, b, sb, backend=be)
+        nvfp4.gemm(a, nvfp4.swizzle_scales(sa), b, nvfp4.swizzle_scales(sb), sf_layout="blocked",
+                   out_dtype="float32", backend=be)
+        nvfp4.gemv(a, sa, b[:, 0], sb[:, 0], backend=be)
+        try:
+            nvfp4.dual_gemm(a, sa, b, sb, b, sb, backend=be)
+        except NotImplementedError:
+            pass
+    x = cp.asarray(rng.standard_normal((3, 129, 96), dtype=np.float32))
+    for layout in ("linear", "blocked"):
+        q, s, g = nvfp4.quantize(x, sf_layout=layout, backend=be if be == "portable" else "auto")
+        nvfp4.dequantize(q, s, global_scale=g, sf_layout=layout, backend="auto")
+    nvfp4.unswizzle_scales(nvfp4.swizzle_scales(sf(2, 129, 6)), 129, 96)
+    ga = [fp4(m, 64) for m in (40, 56)]
+    gsa = [sf(m, 8) for m in (40, 56)]
+    nvfp4.grouped_gemm(ga, gsa, [fp4(72, 64)] * 2, [sf(72, 8)] * 2, backend="auto")
+    offs = cp.asarray(np.array([0, 5, 5, 20], dtype=np.int32))
+    nvfp4.grouped_gemm_packed(fp4(20, 64), sf(20, 8), fp4(3, 33, 64), sf(3, 33, 8), offs, backend="auto")
+cp.cuda.runtime.deviceSynchronize()
+print("sanitize smoke: ran every op on backends", backends)
