@@ -1,6 +1,10 @@
 // sm90a (Hopper) NVFP4 GEMM: C[l] = alpha * A[l] * B[l]^T, computed exactly on fp16
 // tensor cores (DESIGN §3, §8).
 //
+// Accumulation: the wgmma fp32 accumulator is restarted every 2 K blocks (256 K) and
+// added into a round-to-nearest fp32 sum (accumulator_promotion.cuh): one long chain
+// of tensor-core accumulations lost up to 1e-3 absolute on outputs of ~0.1 among ~40.
+//
 // Two paths:
 //   small M, long K (kPredecodeMaxM/MinK, workspace given): the tokens are decoded once into an
 //     fp16 workspace (x_predecode.cuh), the main loop only decodes weights
@@ -12,7 +16,9 @@
 //   mainloop_rs_predecoded.cuh   TMA producer (fp16 tokens) + RS-wgmma consumers
 //   x_predecode.cuh              token decode pass
 //   epilogue_cluster_reduce.cuh  split-K reduction over the cluster (DSMEM), alpha, stores
-//   tile_scheduler.cuh           tile / K-slice of each CTA
+//   tile_scheduler.cuh           tile / K-slice of each CTA (cluster split-K or stream-K)
+//   streamk_fixup.cuh            stream-K partial tiles through the workspace
+//   accumulator_promotion.cuh    wgmma chains promoted into an fp32 (round-to-nearest) sum
 //   fp4_decode.cuh, ptx.cuh      integer e2m1 decode, inline PTX
 // This file: the kernel that wires them, and the host launcher (tensor maps built
 // with cuTensorMapEncodeTiled obtained through the runtime's driver entry point, so
@@ -31,6 +37,7 @@
 #include "collective/gemm_params.cuh"
 #include "collective/mainloop_rs.cuh"
 #include "collective/mainloop_rs_predecoded.cuh"
+#include "collective/streamk_fixup.cuh"
 #include "collective/tile_scheduler.cuh"
 #include "collective/x_predecode.cuh"
 
@@ -73,10 +80,10 @@ __global__ void __launch_bounds__(Mainloop::kThreads, 1)
     ptx::named_barrier_sync(1, Mainloop::kThreads);  // ring free: the tile may overwrite it
   } else {
     ptx::setmaxnreg_inc<Mainloop::kConsumerRegs>();
-    float acc[64];
-    Mainloop::run_consumer(s, p, work.kb_begin, work.kb_count, acc);
+    float sum[64];  // this thread's fp32 fragment of the CTA's K range
+    Mainloop::run_consumer(s, p, work.kb_begin, work.kb_count, sum);
     ptx::named_barrier_sync(1, Mainloop::kThreads);
-    Epilogue::stage_fragment(tile, threadIdx.x - Mainloop::kTransformThreads, acc);
+    Epilogue::stage_fragment(tile, threadIdx.x - Mainloop::kTransformThreads, sum);
   }
   const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
   Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
@@ -121,13 +128,93 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
     ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
   } else {
     ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
-    float acc[64];
-    MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, acc);
+    float sum[64];
+    MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, sum);
     ptx::named_barrier_sync(1, MainloopPre::kThreads);
-    Epilogue::stage_fragment(tile, threadIdx.x - 128, acc);
+    Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
   }
   const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
   Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
+}
+
+// Small-M path with stream-K (tile_scheduler.cuh): gridDim.x CTAs, all co-resident,
+// each over an equal share of the (tile, K block) space; partial tiles meet in the
+// workspace (streamk_fixup.cuh), whose flags the pre-decode pass zeroed (no PDL here:
+// the flags must be zero before any CTA publishes).
+struct StreamKArgs {
+  float4* partials;
+  int32_t* flags;
+  int32_t tiles, tiles_w, tiles_x;
+};
+
+__global__ void __launch_bounds__(MainloopPre::kThreads, 1)
+    nvfp4_sm90_gemm_streamk_kernel(const __grid_constant__ CUtensorMap tmap_w,
+                                   const __grid_constant__ CUtensorMap tmap_xh,
+                                   const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p,
+                                   const StreamKArgs sk) {
+  extern __shared__ uint8_t smem_raw[];
+  const uintptr_t base = (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023);
+  MainloopPre::SharedStorage& s = *reinterpret_cast<MainloopPre::SharedStorage*>(base);
+
+  const StreamKWork work = streamk_work(sk.tiles, p.num_kb);
+  // Segment q (selects, no run-time array index: `work` stays in registers).
+  auto segment = [&](int q) { return q == 0 ? work.seg[0] : work.seg[1]; };
+  // Output tile of segment q: w0, x0, batch.
+  auto tile_origin = [&](int q, int64_t& w0, int64_t& x0, int32_t& l) {
+    const int32_t t = segment(q).tile;
+    w0 = static_cast<int64_t>(t % sk.tiles_w) * MainloopPre::kBlockW;
+    x0 = static_cast<int64_t>((t / sk.tiles_w) % sk.tiles_x) * MainloopPre::kBlockX;
+    l = t / (sk.tiles_w * sk.tiles_x);
+  };
+  const bool has_output = work.count > 0 && (work.count == 2 ? work.seg[1].finisher : work.seg[0].finisher);
+
+  if (threadIdx.x == 0) {
+    MainloopPre::init_barriers(s, p);
+    ptx::tma_prefetch_desc(&tmap_w);
+    ptx::tma_prefetch_desc(&tmap_xh);
+  }
+  __syncthreads();
+
+  float* tile = reinterpret_cast<float*>(&s.ring[0]);
+  if (threadIdx.x < 128) {
+    ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
+    if (threadIdx.x < 32) {
+      const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
+      MainloopPre::RingCursor rc;
+#pragma unroll 1
+      for (int q = 0; q < work.count; ++q) {
+        int64_t w0, x0;
+        int32_t l;
+        tile_origin(q, w0, x0, l);
+        const StreamKSegment sg = segment(q);
+        MainloopPre::run_producer(s, tm, p, w0, x0, l, sg.kb_begin, sg.kb_count, rc);
+      }
+    }
+    ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
+  } else {
+    ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
+    const int ctid = threadIdx.x - 128;
+    MainloopPre::ConsumerState c = MainloopPre::init_consumer(s, p);
+    float sum[64];
+#pragma unroll 1
+    for (int q = 0; q < work.count; ++q) {
+      const StreamKSegment sg = segment(q);
+      MainloopPre::run_segment(s, c, sg.kb_begin, sg.kb_count, sum);
+      if (!sg.finisher)
+        StreamKFixup::publish(sk.partials, sk.flags, static_cast<int32_t>(blockIdx.x), ctid, sum);
+      else
+        StreamKFixup::accumulate(sk.partials, sk.flags, work.helpers_begin, work.helpers_end, ctid, sum);
+    }
+    ptx::named_barrier_sync(1, MainloopPre::kThreads);
+    if (has_output) Epilogue::stage_fragment(tile, ctid, sum);
+  }
+  if (has_output) {
+    int64_t w0, x0;
+    int32_t l;
+    tile_origin(work.count == 2 ? 1 : 0, w0, x0, l);
+    const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+    Epilogue::reduce_and_store(p, tile, 1, 0, w0, x0, l, alpha);
+  }
 }
 
 __global__ void __launch_bounds__(256) nvfp4_sm90_x_predecode_kernel(const XPredecodeParams p) {
@@ -214,6 +301,49 @@ size_t predecode_bytes(const GemmProblem& p) {
   return static_cast<size_t>((p.L * p.M * kp * 2 + 255) / 256 * 256);
 }
 
+// Stream-K on the small-M path (tile_scheduler.cuh) when cluster split-K would leave
+// more than 10% of the SMs idle (M = 128, N = 7168: 56 tiles x 2 = 112 of 132) and
+// every CTA still gets kStreamKMinBlocks K blocks. Off by default (NVFP4_SM90_STREAMK=1
+// turns it on): correct (H200: the check suite with it on every eligible shape, float64
+// comparisons, memcheck) but no faster: 128x7168x16384 ran 65.15 µs with 132 stream-K
+// CTAs vs 65.35 with 112 clustered ones, so that shape is not limited by the SM count
+// (see bench/NOTES.md).
+#ifndef NVFP4_SM90_STREAMK
+#define NVFP4_SM90_STREAMK 0
+#endif
+#ifndef NVFP4_SM90_STREAMK_MIN_BLOCKS
+#define NVFP4_SM90_STREAMK_MIN_BLOCKS 8
+#endif
+constexpr int64_t kStreamKMinBlocks = NVFP4_SM90_STREAMK_MIN_BLOCKS;
+int choose_splits(int64_t tiles, int32_t num_kb, int sm_count);
+
+// CTAs of the stream-K launch (one per SM), or 0 for cluster split-K.
+int streamk_ctas(const GemmProblem& p, int sm_count) {
+  if (NVFP4_SM90_STREAMK == 0 || predecode_bytes(p) == 0 || sm_count <= 0) return 0;
+  const int64_t tiles = ((p.N + 127) / 128) * ((p.M + 127) / 128) * p.L;
+  const int32_t num_kb = static_cast<int32_t>((p.K + 127) / 128);
+  if (tiles >= sm_count) return 0;  // also what keeps every CTA's range within two tiles
+  if (tiles * choose_splits(tiles, num_kb, sm_count) * 10 >= static_cast<int64_t>(sm_count) * 9) return 0;
+  if (tiles * num_kb < sm_count * kStreamKMinBlocks) return 0;
+  return sm_count;
+}
+
+// Workspace after the pre-decoded tokens: flags (int32 per CTA, 256-byte padded), then
+// one 64 KB fp32 partial tile per CTA.
+size_t streamk_flag_bytes(int ctas) { return (static_cast<size_t>(ctas) * 4 + 255) / 256 * 256; }
+size_t streamk_bytes(int ctas) {
+  return ctas > 0 ? streamk_flag_bytes(ctas) + static_cast<size_t>(ctas) * StreamKFixup::kSlotFloat4 * 16 : 0;
+}
+
+int device_sm_count(const Exec& exec) {
+  int n = exec.sm_count;
+  if (n <= 0 && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, exec.device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    n = 0;
+  }
+  return n;
+}
+
 bool tma_compatible(const Fp4Operand& op, int64_t rows, int64_t L) {
   if (!aligned(op.data, 16) || op.row_stride % 16 != 0 || op.row_stride <= 0) return false;
   if (L > 1 && (op.batch_stride % 16 != 0 || op.batch_stride <= 0)) return false;
@@ -287,7 +417,10 @@ int choose_splits_fitting(const void* kernel, int kernel_id, size_t smem, int th
 
 // Scratch of the small-M path (the fp16 token workspace); without it gemm() runs the
 // fused path. Nothing in it needs to be zeroed.
-size_t gemm_workspace(const GemmProblem& p, const Exec&) { return predecode_bytes(p); }
+size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
+  const size_t pre = predecode_bytes(p);
+  return pre > 0 ? pre + streamk_bytes(streamk_ctas(p, device_sm_count(exec))) : 0;
+}
 
 nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   if (exec.cc_major != 9 || exec.cc_minor != 0)
@@ -314,6 +447,7 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   kp.num_kb = static_cast<int32_t>((p.K + Mainloop::kBlockK - 1) / Mainloop::kBlockK);
   int sm_count = exec.sm_count;
   if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
+  // (gemm_workspace sizes the stream-K part with the same count: device_sm_count)
   kp.sf_blocked = p.sfb.layout == NVFP4_SF_BLOCKED ? 1 : 0;
   CUtensorMap tmap_sfw = tmap_w, tmap_sfx = tmap_x;  // placeholders unless kScaleTma
   if (scales_bulk(p.sfa, p.K, p.L) && scales_bulk(p.sfb, p.K, p.L)) {
@@ -357,6 +491,8 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_predecoded_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kSmemBytesPre)));
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_streamk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kSmemBytesPre)));
     smem_attr_set.fetch_or(dev_bit, std::memory_order_acq_rel);
   }
   kp.splits = choose_splits_fitting(kernel, predecode ? 1 : 0, smem, threads, tiles_w * tiles_x * p.L, kp.num_kb,
@@ -395,10 +531,31 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     xp.out = static_cast<uint16_t*>(exec.workspace);
     xp.out_row_stride = kpad;
     xp.out_batch_stride = p.M * kpad;
-    const int64_t nthreads = p.L * p.M * kp.num_kb * 2;
+    // stream-K: its flags are zeroed by this pass (the GEMM then runs strictly after it)
+    const int sk_ctas = streamk_ctas(p, sm_count);
+    const bool streamk = sk_ctas > 0 && exec.workspace_bytes >= ws_need + streamk_bytes(sk_ctas);
+    uint8_t* const sk_base = static_cast<uint8_t*>(exec.workspace) + ws_need;
+    xp.zero_flags = streamk ? reinterpret_cast<int32_t*>(sk_base) : nullptr;
+    xp.num_flags = streamk ? sk_ctas : 0;
+    int64_t nthreads = p.L * p.M * kp.num_kb * 2;
+    if (nthreads < xp.num_flags) nthreads = xp.num_flags;
     nvfp4_sm90_x_predecode_kernel<<<static_cast<unsigned>((nthreads + 255) / 256), 256, 0, cuda_stream(exec)>>>(
         xp);
     NVFP4_CHECK_LAUNCH();
+    if (streamk) {
+      StreamKArgs sk{};
+      sk.flags = reinterpret_cast<int32_t*>(sk_base);
+      sk.partials = reinterpret_cast<float4*>(sk_base + streamk_flag_bytes(sk_ctas));
+      sk.tiles = static_cast<int32_t>(tiles_w * tiles_x * p.L);
+      sk.tiles_w = static_cast<int32_t>(tiles_w);
+      sk.tiles_x = static_cast<int32_t>(tiles_x);
+      kp.splits = 1;
+      cfg.gridDim = dim3(static_cast<unsigned>(sk_ctas), 1, 1);
+      attr[0].val.clusterDim.x = 1;
+      NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_streamk_kernel, tmap_w, tmap_xh, tmap_sfw, kp, sk));
+      NVFP4_CHECK_LAUNCH();
+      return NVFP4_SUCCESS;
+    }
     cudaLaunchAttribute attr2[2] = {attr[0], {}};
     attr2[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr2[1].val.programmaticStreamSerializationAllowed = 1;

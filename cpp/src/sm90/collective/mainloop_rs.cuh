@@ -2,14 +2,16 @@
 // warpgroups + RS-wgmma consumer warpgroups (CUTLASS-collective-like roles).
 //
 // CTA = 4 warpgroups (512 threads):
-//   WG0, WG1 "transform" (setmaxnreg 80): warp 0 lane 0 issues the TMA loads of the
-//       packed fp4 tiles and of the block scales (TMA / bulk copy; cp.async or plain
-//       loads by warp 0's lanes where alignment forbids TMA); all 256 threads then
+//   WG0, WG1 "transform" (setmaxnreg 48; 80 without promotion): warp 0 lane 0 issues
+//       the TMA loads of the packed fp4 tiles and of the block scales (TMA / bulk copy;
+//       cp.async or plain loads by warp 0's lanes where alignment forbids TMA); all 256 threads then
 //       decode the activation tile (one token row x 64 K each) into fp16 shared memory
 //       (128-byte-swizzled, K-major: the wgmma B operand).
-//   WG2, WG3 "consumers" (setmaxnreg 176): 64 weight rows each; every thread decodes
-//       its own rows of the weight tile straight into the wgmma A register fragments
-//       (RS wgmma), m64n128k16, fp32 accumulators in registers.
+//   WG2, WG3 "consumers" (setmaxnreg 208; 176 without promotion): 64 weight rows each;
+//       every thread decodes its own rows of the weight tile straight into the wgmma A
+//       register fragments (RS wgmma), m64n128k16, fp32 accumulators in registers,
+//       promoted every few K blocks into a round-to-nearest fp32 sum
+//       (accumulator_promotion.cuh).
 // Tile: 128 weight rows (problem N) x 128 tokens (problem M) x 128 K per stage.
 // Barriers: full/empty per ring stage (TMA + scales -> readers), dfull/dempty per
 // decoded fp16 activation buffer (transform -> consumers; 3 buffers so the transform
@@ -28,6 +30,7 @@
 #include <stdint.h>
 
 #include "../../common/formats.h"
+#include "accumulator_promotion.cuh"
 #include "fp4_decode.cuh"
 #include "gemm_params.cuh"
 #include "ptx.cuh"
@@ -45,8 +48,15 @@ struct MainloopRS {
   static constexpr int kTransformThreads = 256;
   static constexpr int kConsumerThreads = 256;
   static constexpr int kThreads = kTransformThreads + kConsumerThreads;
-  static constexpr int kTransformRegs = 80;  // setmaxnreg: 256 * (80 + 176) = 65536
-  static constexpr int kConsumerRegs = 176;
+  // setmaxnreg: 256 * (T + C) = 65536. With promotion (accumulator_promotion.cuh) the
+  // consumers hold the wgmma accumulator, the promoted sum and two fragment sets (3 x 64
+  // registers, ~205 in all), so the transform warpgroups get 48 (no spills at 48, 40
+  // spilled). Measured cost (H200, 2304x4608x7168): the 48-register cap alone makes the
+  // fused path ~14% slower (375 vs 328 µs without promotion); half-block fragment sets
+  // (2 x 16 registers, transform kept at 80) were no better (366 µs without promotion,
+  // 386-401 µs with it) and were dropped.
+  static constexpr int kTransformRegs = AccumulatorPromotion::kBlocks > 0 ? 48 : 80;
+  static constexpr int kConsumerRegs = AccumulatorPromotion::kBlocks > 0 ? 208 : 176;
   static constexpr int kTmaBytes = (kBlockW + kBlockX) * kPackedRow;
   static constexpr int kXAtomBytes = kBlockX * 128;  // one 64-K atom of decoded tokens
   static constexpr int kSfTmaCols = 16;      // kScaleTma box width (bytes)
@@ -269,9 +279,20 @@ struct MainloopRS {
   }
 
   // wgmma of local block i with fragments `cur`; then (while it runs) decode block i+1
-  // into `nxt`, whose previous contents were read by the wgmma of block i-1.
+  // into `nxt`, whose previous contents were read by the wgmma of block i-1. `total`
+  // receives each finished promotion chain (accumulator_promotion.cuh).
   static __device__ __forceinline__ void consumer_step(SharedStorage& s, ConsumerState& c, int i, int nkb,
-                                                       float (&acc)[64], uint32_t (&cur)[32], uint32_t (&nxt)[32]) {
+                                                       float (&acc)[64], float (&total)[64], uint32_t (&cur)[32],
+                                                       uint32_t (&nxt)[32]) {
+    using Promo = AccumulatorPromotion;
+    // A new chain starts: the previous one (ended by block i-1, whose group may still run;
+    // the decode of this block overlapped it) is waited for and promoted first
+    // (before wgmma.fence: the FADDs read the accumulator registers).
+    const bool fresh = Promo::chain_start(i);
+    if (fresh && i > 0) {
+      ptx::wgmma_wait<0>();
+      Promo::promote(total, acc);
+    }
     const int d = c.d;
     ptx::mbar_wait(&s.dfull[d], c.dphase);
     const uint32_t xbase = c.xdec0 + d * static_cast<uint32_t>(sizeof(XDecoded));
@@ -282,7 +303,7 @@ struct MainloopRS {
     for (int ks = 0; ks < 8; ++ks) {
       const uint32_t addr = xbase + (ks >> 2) * kXAtomBytes + (ks & 3) * 32;
       ptx::wgmma_m64n128k16_rs(acc, cur[4 * ks + 0], cur[4 * ks + 1], cur[4 * ks + 2], cur[4 * ks + 3],
-                               ptx::smem_desc_sw128(addr));
+                               ptx::smem_desc_sw128(addr), ks == 0 && fresh ? 0u : 1u);
     }
     ptx::wgmma_commit();
     ptx::wgmma_wait<1>();  // block i-1 done: its fragments (nxt) and decoded buffer are free
@@ -296,9 +317,9 @@ struct MainloopRS {
     if (i + 1 < nkb) load_w_fragments(s, c, nxt);
   }
 
-  // Runs the consumer side; acc holds this thread's 64x128 fragment on return.
+  // Runs the consumer side; out holds this thread's 64x128 fp32 fragment on return.
   static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
-                                                      int32_t nkb, float (&acc)[64]) {
+                                                      int32_t nkb, float (&out)[64]) {
     const int ctid = threadIdx.x - kTransformThreads;  // 0..255
     const int cw = ctid >> 5;
     ConsumerState c;
@@ -310,17 +331,26 @@ struct MainloopRS {
     c.xdec0 = ptx::smem_u32(&s.xdec[0]);
     c.kb = kb0;
     c.stage = 0; c.sphase = 0; c.d = 0; c.dphase = 0;
+    float acc[64];  // wgmma accumulator (one promotion chain)
 #pragma unroll
     for (int k = 0; k < 64; ++k) acc[k] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 64; ++k) out[k] = 0.0f;
     uint32_t fa[32], fb[32];
     if (nkb > 0) load_w_fragments(s, c, fa);
     for (int i = 0; i < nkb; i += 2) {
-      consumer_step(s, c, i, nkb, acc, fa, fb);
-      if (i + 1 < nkb) consumer_step(s, c, i + 1, nkb, acc, fb, fa);
+      consumer_step(s, c, i, nkb, acc, out, fa, fb);
+      if (i + 1 < nkb) consumer_step(s, c, i + 1, nkb, acc, out, fb, fa);
     }
     ptx::wgmma_wait<0>();
+    if constexpr (AccumulatorPromotion::kBlocks == 0) {
 #pragma unroll
-    for (int k = 0; k < 64; ++k) ptx::fence_reg(acc[k]);
+      for (int k = 0; k < 64; ++k) ptx::fence_reg(acc[k]);
+#pragma unroll
+      for (int k = 0; k < 64; ++k) out[k] = acc[k];
+    } else if (nkb > 0) {
+      AccumulatorPromotion::promote(out, acc);  // the last chain
+    }
   }
 };
 

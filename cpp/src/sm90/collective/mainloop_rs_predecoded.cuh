@@ -9,8 +9,11 @@
 //        forbid it). Warps 1..3 only join the epilogue.
 //   WG1, WG2 (setmaxnreg 224): consumers, 64 weight rows each, weight fragments decoded
 //        into registers (RS wgmma m64n128k16); the decode of block i+1 runs while the
-//        wgmma group of block i is in flight.
+//        wgmma group of block i is in flight; the accumulator is promoted every few K
+//        blocks into a round-to-nearest fp32 sum (accumulator_promotion.cuh).
 // A ring stage is released when the wgmma that read its token tile has completed.
+// run_producer / run_segment continue the ring across calls, so one CTA can compute
+// several K ranges of different tiles in turn (stream-K, tile_scheduler.cuh).
 //
 // Two fragment sets, not three: with three (two groups in flight while decoding) ptxas
 // gave two of the sets the same physical registers, so a decode overwrote the A
@@ -26,6 +29,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "accumulator_promotion.cuh"
 #include "fp4_decode.cuh"
 #include "gemm_params.cuh"
 #include "mainloop_rs.cuh"
@@ -77,19 +81,31 @@ struct MainloopRSPredecoded {
     ptx::mbar_init_fence();
   }
 
-  // Warp 0: fills the ring for local blocks 0..nkb-1. With programmatic dependent
-  // launch (kPdl) this kernel starts while the pre-decode pass still runs: the first
-  // kStages blocks get their weights and scales first, and the fp16 token tiles (the
-  // pass's output) only after griddepcontrol.wait.
+  // Ring position of the producer across the segments of a stream-K CTA.
+  struct RingCursor {
+    int stage = 0, phase = 0;
+    int iter = 0;  // blocks produced so far
+  };
+
+  // Warp 0: fills the ring for local blocks 0..nkb-1 (continuing at `rc`). With
+  // programmatic dependent launch (kPdl) this kernel starts while the pre-decode pass
+  // still runs: the first kStages blocks get their weights and scales first, and the
+  // fp16 token tiles (the pass's output) only after griddepcontrol.wait.
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
-                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0,
-                                                      int32_t nkb) {
+                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb) {
+    RingCursor rc;
+    run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc);
+  }
+  static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
+                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
+                                                      RingCursor& rc) {
     const int lane = threadIdx.x & 31;
     const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
     const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : p.sf_mode == kScaleTma ? 128u * kSfTmaCols : 0u;
     const uint32_t tx = kBlockW * kPackedRow + 2 * kXAtomBytes + sf_bytes;
-    const int early = kPdl ? (nkb < kStages ? nkb : kStages) : 0;  // token tiles deferred past the wait
-    int stage = 0, phase = 0;
+    // token tiles deferred past the wait (first segment only: ring positions 0..early-1)
+    const int early = kPdl && rc.iter == 0 ? (nkb < kStages ? nkb : kStages) : 0;
+    int stage = rc.stage, phase = rc.phase;
     for (int i = 0; i < nkb; ++i) {
       const int32_t kb = kb0 + i;
       if (i == early) {
@@ -102,7 +118,7 @@ struct MainloopRSPredecoded {
                              static_cast<int32_t>(x0), l);
           }
       }
-      if (i >= kStages) ptx::mbar_wait(&s.empty[stage], phase ^ 1);
+      if (rc.iter + i >= kStages) ptx::mbar_wait(&s.empty[stage], phase ^ 1);
       Stage& st = s.ring[stage];
       uint64_t* bar = &s.full[stage];
       if (lane == 0) {
@@ -130,6 +146,9 @@ struct MainloopRSPredecoded {
       }
       if (++stage == kStages) { stage = 0; phase ^= 1; }
     }
+    rc.stage = stage;
+    rc.phase = phase;
+    rc.iter += nkb;
     if (nkb == early && nkb > 0) {
       ptx::pdl_wait_primary();
       if (lane == 0)
@@ -169,10 +188,21 @@ struct MainloopRSPredecoded {
   // wgmma of local block i with fragments `cur`; then, with up to kFragBuffers-1
   // groups still in flight, decode block i+1 into `nxt` (last read by block
   // i+1-kFragBuffers, whose group has completed by then).
+  // `total` receives each finished promotion chain (accumulator_promotion.cuh).
   static __device__ __forceinline__ void consumer_step(SharedStorage& s, ConsumerState& c, int i, int nkb,
-                                                       float (&acc)[64], uint32_t (&cur)[32], uint32_t (&nxt)[32]) {
+                                                       float (&acc)[64], float (&total)[64], uint32_t (&cur)[32],
+                                                       uint32_t (&nxt)[32]) {
+    using Promo = AccumulatorPromotion;
     const int ms = c.mstage;
     const uint32_t xbase = c.ring0 + ms * static_cast<uint32_t>(sizeof(Stage)) + offsetof(Stage, x);
+    // A new chain starts: the previous one (ended by block i-1, whose group may still run;
+    // the decode of this block overlapped it) is waited for and promoted first
+    // (before wgmma.fence: the FADDs read the accumulator registers).
+    const bool fresh = Promo::chain_start(i);
+    if (fresh && i > 0) {
+      ptx::wgmma_wait<0>();
+      Promo::promote(total, acc);
+    }
 #pragma unroll
     for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
     ptx::wgmma_fence();
@@ -180,7 +210,7 @@ struct MainloopRSPredecoded {
     for (int ks = 0; ks < 8; ++ks) {
       const uint32_t addr = xbase + (ks >> 2) * kXAtomBytes + (ks & 3) * 32;
       ptx::wgmma_m64n128k16_rs(acc, cur[4 * ks + 0], cur[4 * ks + 1], cur[4 * ks + 2], cur[4 * ks + 3],
-                               ptx::smem_desc_sw128(addr));
+                               ptx::smem_desc_sw128(addr), ks == 0 && fresh ? 0u : 1u);
     }
     ptx::wgmma_commit();
     ptx::wgmma_wait<kFragBuffers - 1>();  // block i+1-kFragBuffers done: its stage and `nxt` are free
@@ -196,8 +226,7 @@ struct MainloopRSPredecoded {
     if (i + 1 < nkb) load_w_fragments(s, c, nxt);
   }
 
-  static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
-                                                      int32_t nkb, float (&acc)[64]) {
+  static __device__ __forceinline__ ConsumerState init_consumer(SharedStorage& s, const GemmParams& p) {
     const int ctid = threadIdx.x - 128;  // 0..255
     const int cw = ctid >> 5;
     ConsumerState c;
@@ -206,20 +235,49 @@ struct MainloopRSPredecoded {
     c.t = static_cast<uint32_t>(c.lane & 3);
     c.sf_mode = p.sf_mode;
     c.ring0 = ptx::smem_u32(&s.ring[0]);
-    c.kb = kb0;
+    c.kb = 0;
     c.stage = 0; c.sphase = 0; c.mstage = 0;
+    return c;
+  }
+
+  // Local blocks 0..nkb-1 (global K blocks kb0..) of one output tile, continuing at the
+  // ring position in `c`; out = this thread's 64x128 fp32 fragment of that K range. The
+  // ring stage of the last block is released at the end (a stream-K CTA goes on with
+  // its next segment).
+  static __device__ __forceinline__ void run_segment(SharedStorage& s, ConsumerState& c, int32_t kb0, int32_t nkb,
+                                                     float (&out)[64]) {
+    c.kb = kb0;
+    float acc[64];  // wgmma accumulator (one promotion chain); out = promoted sum
 #pragma unroll
     for (int k = 0; k < 64; ++k) acc[k] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 64; ++k) out[k] = 0.0f;
     uint32_t f[kFragBuffers][32];  // only compile-time indices (unrolled below)
     if (nkb > 0) load_w_fragments(s, c, f[0]);
     for (int i = 0; i < nkb; i += kFragBuffers) {
 #pragma unroll
       for (int u = 0; u < kFragBuffers; ++u)
-        if (i + u < nkb) consumer_step(s, c, i + u, nkb, acc, f[u], f[(u + 1) % kFragBuffers]);
+        if (i + u < nkb) consumer_step(s, c, i + u, nkb, acc, out, f[u], f[(u + 1) % kFragBuffers]);
     }
     ptx::wgmma_wait<0>();
+    if constexpr (AccumulatorPromotion::kBlocks == 0) {
 #pragma unroll
-    for (int k = 0; k < 64; ++k) ptx::fence_reg(acc[k]);
+      for (int k = 0; k < 64; ++k) ptx::fence_reg(acc[k]);
+#pragma unroll
+      for (int k = 0; k < 64; ++k) out[k] = acc[k];
+    } else if (nkb > 0) {
+      AccumulatorPromotion::promote(out, acc);  // the last chain
+    }
+    if (nkb > 0) {  // the last block's stage (earlier ones were released by consumer_step)
+      __syncwarp();
+      if (c.lane == 0) ptx::mbar_arrive(&s.empty[c.mstage == 0 ? kStages - 1 : c.mstage - 1]);
+    }
+  }
+
+  static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
+                                                      int32_t nkb, float (&out)[64]) {
+    ConsumerState c = init_consumer(s, p);
+    run_segment(s, c, kb0, nkb, out);
   }
 };
 

@@ -29,11 +29,14 @@ struct XPredecodeParams {
   int32_t num_kb;
   uint16_t* out;                          // fp16 bits
   int64_t out_row_stride, out_batch_stride;  // elements
+  int32_t* zero_flags;                     // stream-K flags of the GEMM that follows (or null)
+  int32_t num_flags;
 };
 
 // One thread per (batch, row, 64-K half block): reads 32 packed bytes and 4 scales,
-// writes 8 x 16 bytes.
+// writes 8 x 16 bytes. The first num_flags threads also zero the stream-K flags.
 __device__ __forceinline__ void x_predecode_thread(const XPredecodeParams& p, int64_t idx) {
+  if (idx < p.num_flags) p.zero_flags[idx] = 0;
   const int64_t halves = static_cast<int64_t>(p.num_kb) * 2;
   const int64_t total = static_cast<int64_t>(p.L) * p.M * halves;
   if (idx >= total) return;
