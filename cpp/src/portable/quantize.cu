@@ -119,6 +119,48 @@ __device__ __forceinline__ void for_each_item(const ItemSpace& s, F&& f) {
 }
 
 // ---------------------------------------------------------------------------
+// Row-walking kernels (aligned operands, long rows)
+// ---------------------------------------------------------------------------
+// A CTA takes whole rows (grid-stride over the L * rows rows, coordinates carried
+// forward without division) and its threads walk each row in per-lane chunks,
+// kRowUnroll chunks in flight per thread: row addresses are computed once per row
+// and every warp access is contiguous. Used when a row has at least kThreads chunks.
+constexpr int kRowUnroll = 4;
+
+struct RowWalk {
+  int64_t rows = 0;         // rows per batch walked
+  int64_t rows_total = 0;   // L * rows
+  int64_t step_l = 0, step_r = 0;  // gridDim.x rows as (batches, rows)
+  unsigned grid = 0;
+};
+
+RowWalk make_row_walk(int64_t L, int64_t rows, int sm_count, int ctas_per_sm) {
+  RowWalk w;
+  w.rows = rows;
+  w.rows_total = L * rows;
+  const int64_t resident = int64_t(sm_count > 0 ? sm_count : 1) * ctas_per_sm;
+  w.grid = static_cast<unsigned>(w.rows_total < resident ? w.rows_total : resident);
+  w.step_l = int64_t(w.grid) / rows;
+  w.step_r = int64_t(w.grid) - w.step_l * rows;
+  return w;
+}
+
+// Calls f(l, r) for the rows of this CTA.
+template <class F>
+__device__ __forceinline__ void for_each_row(const RowWalk& w, F&& f) {
+  int64_t l = int64_t(blockIdx.x) / w.rows, r = int64_t(blockIdx.x) - l * w.rows;
+  for (int64_t row = blockIdx.x; row < w.rows_total; row += gridDim.x) {
+    f(l, r);
+    l += w.step_l;
+    r += w.step_r;
+    if (r >= w.rows) {
+      r -= w.rows;
+      l += 1;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
 // amax (for compute_global_scale)
 // ---------------------------------------------------------------------------
 
@@ -212,6 +254,47 @@ __global__ void __launch_bounds__(kThreads) quantize_kernel(const QuantizeArgs a
   });
 }
 
+// Aligned operands, long rows: each lane quantizes whole 16-element blocks (one scale
+// byte, 8 code bytes), 64 input bytes in flight per lane (2 blocks of fp16/bf16, 1 of
+// fp32) so that registers stay under 64. Same recipe, same bytes as
+// quantize_kernel. Blocked layouts also walk the zero padding rows and columns.
+template <class T>
+__global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeArgs a, const RowWalk walk) {
+  float gs = *a.gs;
+  if (a.gs_is_amax) gs = global_scale_from_amax(gs);
+  const QuantScale qs = make_quant_scale(gs);
+  constexpr int U = sizeof(T) == 4 ? 1 : 2;
+  const int64_t blocks = a.K / kSfVec;
+  for_each_row(walk, [&](int64_t l, int64_t r) {
+    uint8_t* sf_row = a.blocked ? a.sf + l * a.sf_bs : a.sf + l * a.sf_bs + r * a.sf_rs;
+    auto sf_at = [&](int64_t c) -> uint8_t& { return sf_row[a.blocked ? blocked_sf_offset(r, c, a.K) : c]; };
+    if (r >= a.R) {  // blocked padding row: zero scales only
+      for (int64_t c = threadIdx.x; c < blocked_sf_cols(a.K); c += kThreads) sf_at(c) = 0;
+      return;
+    }
+    const T* xrow = static_cast<const T*>(a.x) + l * a.x_bs + r * a.x_rs;
+    uint8_t* qrow = a.q + l * a.q_bs + r * a.q_rs;
+    for (int64_t c0 = threadIdx.x; c0 < blocks; c0 += kThreads * U) {
+      Raw16<T> raw[U];
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t c = c0 + int64_t(u) * kThreads;
+        if (c < blocks) load_raw16<T, true>(xrow + c * kSfVec, raw[u]);
+      }
+#pragma unroll
+      for (int u = 0; u < U; ++u) {
+        const int64_t c = c0 + int64_t(u) * kThreads;
+        if (c < blocks) {
+          uint2 q;
+          sf_at(c) = static_cast<uint8_t>(quantize_raw16(raw[u], qs, a.pack, q.x, q.y));
+          *reinterpret_cast<uint2*>(qrow + c * (kSfVec / 2)) = q;
+        }
+      }
+    }
+    if (a.blocked && threadIdx.x < blocked_sf_cols(a.K) - blocks) sf_at(blocks + threadIdx.x) = 0;
+  });
+}
+
 template <class T, bool kVec>
 nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec) {
   cudaStream_t stream = cuda_stream(exec);
@@ -253,7 +336,13 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
   a.pad_cols = blocked && (p.K / kSfVec) % 4 != 0;
   a.gs = p.global_scale;
   a.gs_is_amax = p.compute_global_scale;
-  quantize_kernel<T, kVec><<<a.s.grid, kThreads, 0, stream>>>(a);
+  if (kVec && p.K / kSfVec >= kThreads) {
+    const RowWalk walk = make_row_walk(p.L, blocked ? blocked_sf_rows(p.rows) : p.rows, exec.sm_count,
+                                       resident_ctas_per_sm<quantize_rows_kernel<T>>());
+    quantize_rows_kernel<T><<<walk.grid, kThreads, 0, stream>>>(a, walk);
+  } else {
+    quantize_kernel<T, kVec><<<a.s.grid, kThreads, 0, stream>>>(a);
+  }
   NVFP4_CHECK_LAUNCH();
 
   if (p.compute_global_scale) {
@@ -298,39 +387,77 @@ __device__ __forceinline__ float e2m1_scaled_bits(uint32_t nibble) {
 template <class OT>
 constexpr int kDequantLaneElems = 16 / static_cast<int>(sizeof(OT));
 
+// Dequantizes one lane chunk (E = 16 bytes of output) from its packed word and scale.
+template <class OT>
+__device__ __forceinline__ void dequantize_chunk16(OT* dst, uint32_t w, float s, float gs) {
+  constexpr int E = kDequantLaneElems<OT>;
+  float v[E];
+#pragma unroll
+  for (int i = 0; i < E; ++i) {
+    // same operations as dequantize_unaligned_kernel: exact (e2m1 * e4m3), one rounding by gs
+    const float e = __fmul_rn(e2m1_scaled_bits(w >> (4 * i)), 0x1p126f);
+    v[i] = __fmul_rn(__fmul_rn(e, s), gs);
+  }
+  if constexpr (sizeof(OT) == 4) {
+    *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+  } else {
+    uint32_t h[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      if constexpr (std::is_same<OT, __half>::value) {
+        const __half2 t = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+        h[j] = *reinterpret_cast<const uint32_t*>(&t);
+      } else {
+        const __nv_bfloat162 t = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+        h[j] = *reinterpret_cast<const uint32_t*>(&t);
+      }
+    }
+    *reinterpret_cast<uint4*>(dst) = make_uint4(h[0], h[1], h[2], h[3]);
+  }
+}
+
+template <class OT>
+__device__ __forceinline__ uint32_t load_packed_chunk(const uint8_t* qp) {
+  return kDequantLaneElems<OT> == 8 ? __ldg(reinterpret_cast<const uint32_t*>(qp))
+                                    : uint32_t(__ldg(reinterpret_cast<const uint16_t*>(qp)));
+}
+
 template <class OT>
 __global__ void __launch_bounds__(kThreads) dequantize_lane16_kernel(const DequantizeArgs a) {
   constexpr int E = kDequantLaneElems<OT>;
   const float gs = read_alpha(a.gs);
   for_each_item(a.s, [&](int64_t l, int64_t r, uint32_t p) {
     const int64_t k0 = int64_t(p) * E;
-    const uint8_t* qp = a.q + l * a.q_bs + r * a.q_rs + k0 / 2;
-    const uint32_t w = E == 8 ? __ldg(reinterpret_cast<const uint32_t*>(qp))
-                              : uint32_t(__ldg(reinterpret_cast<const uint16_t*>(qp)));
+    const uint32_t w = load_packed_chunk<OT>(a.q + l * a.q_bs + r * a.q_rs + k0 / 2);
     const float s = e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, k0 / kSfVec, a.K)]);
-    float v[E];
+    dequantize_chunk16(static_cast<OT*>(a.out) + l * a.o_bs + r * a.o_rs + k0, w, s, gs);
+  });
+}
+
+template <class OT>
+__global__ void __launch_bounds__(kThreads) dequantize_rows_kernel(const DequantizeArgs a, const RowWalk walk) {
+  constexpr int E = kDequantLaneElems<OT>;
+  const float gs = read_alpha(a.gs);
+  const int64_t chunks = a.K / E;
+  for_each_row(walk, [&](int64_t l, int64_t r) {
+    const uint8_t* qrow = a.q + l * a.q_bs + r * a.q_rs;
+    OT* orow = static_cast<OT*>(a.out) + l * a.o_bs + r * a.o_rs;
+    for (int64_t c0 = threadIdx.x; c0 < chunks; c0 += kThreads * kRowUnroll) {
+      uint32_t w[kRowUnroll];
+      float s[kRowUnroll];
 #pragma unroll
-    for (int i = 0; i < E; ++i) {
-      // same operations as dequantize_unaligned_kernel: exact (e2m1 * e4m3), one rounding by gs
-      const float e = __fmul_rn(e2m1_scaled_bits(w >> (4 * i)), 0x1p126f);
-      v[i] = __fmul_rn(__fmul_rn(e, s), gs);
-    }
-    const int64_t o = l * a.o_bs + r * a.o_rs + k0;
-    if constexpr (sizeof(OT) == 4) {
-      *reinterpret_cast<float4*>(static_cast<float*>(a.out) + o) = make_float4(v[0], v[1], v[2], v[3]);
-    } else {
-      uint32_t h[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        if constexpr (std::is_same<OT, __half>::value) {
-          const __half2 t = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
-          h[j] = *reinterpret_cast<const uint32_t*>(&t);
-        } else {
-          const __nv_bfloat162 t = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
-          h[j] = *reinterpret_cast<const uint32_t*>(&t);
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t c = c0 + int64_t(u) * kThreads;
+        if (c < chunks) {
+          w[u] = load_packed_chunk<OT>(qrow + c * (E / 2));
+          s[u] = e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, c * E / kSfVec, a.K)]);
         }
       }
-      *reinterpret_cast<uint4*>(static_cast<OT*>(a.out) + o) = make_uint4(h[0], h[1], h[2], h[3]);
+#pragma unroll
+      for (int u = 0; u < kRowUnroll; ++u) {
+        const int64_t c = c0 + int64_t(u) * kThreads;
+        if (c < chunks) dequantize_chunk16(orow + c * E, w[u], s[u], gs);
+      }
     }
   });
 }
@@ -366,11 +493,6 @@ __global__ void __launch_bounds__(kThreads) dequantize_unaligned_kernel(const De
 template <class OT, bool kVec>
 nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& exec) {
   DequantizeArgs a;
-  const int ctas = kVec ? resident_ctas_per_sm<dequantize_lane16_kernel<OT>>()
-                        : resident_ctas_per_sm<dequantize_unaligned_kernel<OT>>();
-  if (!make_item_space(p.L, p.rows, p.K, exec.sm_count, ctas, &a.s, kVec ? kDequantLaneElems<OT> : kItemElems))
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "dequantize (portable): problem too large (K=%lld)",
-                static_cast<long long>(p.K));
   a.q = p.q;
   a.q_rs = p.q_row_stride;
   a.q_bs = p.q_batch_stride;
@@ -380,6 +502,17 @@ nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& e
   a.out = p.out;
   a.o_rs = p.out_row_stride;
   a.o_bs = p.out_batch_stride;
+  if (kVec && p.K / kDequantLaneElems<OT> >= kThreads) {
+    const RowWalk walk = make_row_walk(p.L, p.rows, exec.sm_count, resident_ctas_per_sm<dequantize_rows_kernel<OT>>());
+    dequantize_rows_kernel<OT><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
+    NVFP4_CHECK_LAUNCH();
+    return NVFP4_SUCCESS;
+  }
+  const int ctas = kVec ? resident_ctas_per_sm<dequantize_lane16_kernel<OT>>()
+                        : resident_ctas_per_sm<dequantize_unaligned_kernel<OT>>();
+  if (!make_item_space(p.L, p.rows, p.K, exec.sm_count, ctas, &a.s, kVec ? kDequantLaneElems<OT> : kItemElems))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "dequantize (portable): problem too large (K=%lld)",
+                static_cast<long long>(p.K));
   if constexpr (kVec) {
     dequantize_lane16_kernel<OT><<<a.s.grid, kThreads, 0, cuda_stream(exec)>>>(a);
   } else {
