@@ -1,0 +1,205 @@
+// The sm100a (Blackwell, compute capability 10.0) backend: native block-scaled
+// tcgen05 MMA through CUTLASS 4.2's SM100 collectives.
+//
+//   gemm                 gemm_1sm.cu (stream-K) / gemm_2sm.cu (2-SM cluster), by shape
+//   dual_gemm            dual.cu (one GEMM over row-interleaved [b1;b2] + pairing epilogue)
+//   grouped_gemm(_packed) grouped.cu (pointer-array persistent kernel)
+//   gemv                 gemv.cu (CUDA cores, sm100 fp4/fp8 conversion instructions)
+// quantize, dequantize and the scale swizzles are left to the portable backend.
+//
+// Every entry answers NVFP4_ERROR_NOT_SUPPORTED before launching anything when a
+// CUTLASS constraint is not met (plan.hpp), so the dispatcher falls back cleanly.
+// Scratch comes from the caller's workspace only; the sizes are the *_workspace
+// functions below (gemm's is wired into BackendOps; dual/grouped ones are exported
+// for the C ABI query).
+#include "../common/cuda_check.hpp"
+#include "kernels.hpp"
+#include "workspace.hpp"
+
+namespace nvfp4 {
+namespace sm100 {
+namespace {
+
+DenseGemmArgs dense_args(const GemmProblem& p, const Exec& exec) {
+  DenseGemmArgs g;
+  g.M = static_cast<int>(p.M);
+  g.N = static_cast<int>(p.N);
+  g.K = static_cast<int>(p.K);
+  g.L = static_cast<int>(p.L);
+  g.a = p.a.data;
+  g.a_row = p.a.row_stride;
+  g.a_batch = p.a.batch_stride;
+  g.b = p.b.data;
+  g.b_row = p.b.row_stride;
+  g.b_batch = p.b.batch_stride;
+  g.sfa = p.sfa.data;
+  g.sfa_batch = p.sfa.batch_stride;
+  g.sfb = p.sfb.data;
+  g.sfb_batch = p.sfb.batch_stride;
+  g.d = p.c.data;
+  g.d_row = p.c.row_stride;
+  g.d_batch = p.c.batch_stride;
+  g.alpha = p.alpha.value;
+  g.alpha_ptr = p.alpha.device_ptr;
+  g.out_bf16 = p.c.dtype == DType::kBFloat16 ? 1 : 0;
+  g.device = exec.device;
+  g.sm_count = exec.sm_count;
+  return g;
+}
+
+size_t gemm_cutlass_workspace(GemmConfig cfg, const DenseGemmArgs& g) {
+  return cfg == GemmConfig::k2SmPersistent ? gemm_2sm_workspace(g) : gemm_1sm_workspace(g);
+}
+
+// Scales in the layout the kernel reads: the caller's blocked tensors, or copies
+// (dense batches, padding zeroed) in the workspace.
+void point_scales_at(DenseGemmArgs& g, const GemmProblem& p, const GemmWorkspace& w) {
+  if (w.sfa) {
+    g.sfa = w.sfa;
+    g.sfa_batch = blocked_sf_bytes(p.M, p.K);
+  }
+  if (w.sfb) {
+    g.sfb = w.sfb;
+    g.sfb_batch = blocked_sf_bytes(p.N, p.K);
+  }
+}
+
+nvfp4_status_t gemm_entry(const GemmProblem& p, const Exec& exec) {
+  if (const char* why = gemm_unsupported(p)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a gemm: %s", why);
+  const GemmConfig cfg = choose_gemm_config(p.M, p.N, p.L, exec.sm_count);
+  DenseGemmArgs g = dense_args(p, exec);
+  const GemmWorkspace w = carve_gemm_workspace(exec.workspace, p, gemm_cutlass_workspace(cfg, g));
+  if (w.required > 0 && (!exec.workspace || exec.workspace_bytes < w.required))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a gemm: needs a workspace of %zu bytes (got %zu)", w.required,
+                exec.workspace ? exec.workspace_bytes : size_t(0));
+  point_scales_at(g, p, w);
+  const char* why = cfg == GemmConfig::k2SmPersistent ? gemm_2sm_check(g) : gemm_1sm_check(g);
+  if (why) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a gemm: %s", why);
+
+  const cudaStream_t stream = cuda_stream(exec);
+  SwizzleBatch jobs;
+  if (w.sfa) {
+    SwizzleJob& j = jobs.jobs[jobs.count++];
+    j.dst = static_cast<uint8_t*>(w.sfa);
+    j.rows = p.M; j.K = p.K; j.L = p.L;
+    j.src[0] = ScaleSource{p.sfa.data, p.sfa.layout, p.sfa.row_stride, p.sfa.batch_stride};
+  }
+  if (w.sfb) {
+    SwizzleJob& j = jobs.jobs[jobs.count++];
+    j.dst = static_cast<uint8_t*>(w.sfb);
+    j.rows = p.N; j.K = p.K; j.L = p.L;
+    j.src[0] = ScaleSource{p.sfb.data, p.sfb.layout, p.sfb.row_stride, p.sfb.batch_stride};
+  }
+  const nvfp4_status_t st = launch_swizzle(jobs, stream);
+  if (st != NVFP4_SUCCESS) return st;
+  return cfg == GemmConfig::k2SmPersistent ? gemm_2sm_run(g, w.cutlass, stream) : gemm_1sm_run(g, w.cutlass, stream);
+}
+
+// ---------------------------------------------------------------------------
+// Dual GEMM
+// ---------------------------------------------------------------------------
+struct DualPlan {
+  DenseGemmArgs g;
+  DualEpilogueArgs e;
+  DualWorkspace w;
+};
+
+DualPlan plan_dual(const DualGemmProblem& p, const Exec& exec, void* workspace) {
+  DualPlan d;
+  DenseGemmArgs& g = d.g;
+  g.M = static_cast<int>(p.M);
+  g.N = static_cast<int>(2 * p.N);
+  g.K = static_cast<int>(p.K);
+  g.L = static_cast<int>(p.L);
+  g.a = p.a.data;
+  g.a_row = p.a.row_stride;
+  g.a_batch = p.a.batch_stride;
+  g.b_row = p.K / 2;
+  g.b_batch = 2 * p.N * (p.K / 2);
+  g.sfa = p.sfa.data;
+  g.sfa_batch = p.sfa.batch_stride;
+  g.sfb_batch = blocked_sf_bytes(2 * p.N, p.K);
+  // the (M, N) 16-bit output seen as (M, 2N) bytes
+  g.d = p.c.data;
+  g.d_row = 2 * p.c.row_stride;
+  g.d_batch = 2 * p.c.batch_stride;
+  g.device = exec.device;
+  g.sm_count = exec.sm_count;
+  d.e.alpha1 = p.alpha1.value;
+  d.e.alpha2 = p.alpha2.value;
+  d.e.alpha1_ptr = p.alpha1.device_ptr;
+  d.e.alpha2_ptr = p.alpha2.device_ptr;
+  d.e.activation = static_cast<int>(p.activation);
+  d.e.out_bf16 = p.c.dtype == DType::kBFloat16 ? 1 : 0;
+  d.w = carve_dual_workspace(workspace, p, dual_workspace(g, d.e));
+  g.b = d.w.b;
+  g.sfb = d.w.sfb;
+  if (d.w.sfa) {
+    g.sfa = d.w.sfa;
+    g.sfa_batch = blocked_sf_bytes(p.M, p.K);
+  }
+  return d;
+}
+
+nvfp4_status_t dual_entry(const DualGemmProblem& p, const Exec& exec) {
+  if (const char* why = dual_unsupported(p)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a dual gemm: %s", why);
+  DualPlan d = plan_dual(p, exec, exec.workspace);
+  if (!exec.workspace || exec.workspace_bytes < d.w.required)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED,
+                "sm100a dual gemm: needs a workspace of %zu bytes (got %zu); see dual_gemm_workspace_size",
+                d.w.required, exec.workspace ? exec.workspace_bytes : size_t(0));
+  if (const char* why = dual_check(d.g, d.e)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a dual gemm: %s", why);
+
+  const cudaStream_t stream = cuda_stream(exec);
+  nvfp4_status_t st = launch_interleave_rows(static_cast<uint8_t*>(d.w.b), p.b1, p.b2, p.N, p.K, p.L, stream);
+  if (st != NVFP4_SUCCESS) return st;
+  SwizzleBatch jobs;
+  SwizzleJob& jb = jobs.jobs[jobs.count++];
+  jb.dst = static_cast<uint8_t*>(d.w.sfb);
+  jb.rows = 2 * p.N; jb.K = p.K; jb.L = p.L;
+  jb.interleave = 1;
+  jb.src[0] = ScaleSource{p.sfb1.data, p.sfb1.layout, p.sfb1.row_stride, p.sfb1.batch_stride};
+  jb.src[1] = ScaleSource{p.sfb2.data, p.sfb2.layout, p.sfb2.row_stride, p.sfb2.batch_stride};
+  if (d.w.sfa) {
+    SwizzleJob& ja = jobs.jobs[jobs.count++];
+    ja.dst = static_cast<uint8_t*>(d.w.sfa);
+    ja.rows = p.M; ja.K = p.K; ja.L = p.L;
+    ja.src[0] = ScaleSource{p.sfa.data, p.sfa.layout, p.sfa.row_stride, p.sfa.batch_stride};
+  }
+  st = launch_swizzle(jobs, stream);
+  if (st != NVFP4_SUCCESS) return st;
+  return dual_run(d.g, d.e, d.w.cutlass, stream);
+}
+
+}  // namespace
+
+size_t gemm_workspace_size(const GemmProblem& p, const Exec& exec) {
+  // Problems this backend leaves to the next one need nothing from the caller.
+  if (gemm_shape_unsupported(p)) return 0;
+  const GemmConfig cfg = choose_gemm_config(p.M, p.N, p.L, exec.sm_count);
+  return carve_gemm_workspace(nullptr, p, gemm_cutlass_workspace(cfg, dense_args(p, exec))).required;
+}
+
+size_t dual_gemm_workspace_size(const DualGemmProblem& p, const Exec& exec) {
+  if (dual_unsupported(p)) return 0;
+  return plan_dual(p, exec, nullptr).w.required;
+}
+
+}  // namespace sm100
+
+const BackendOps* sm100a_backend() {
+  static const BackendOps ops = [] {
+    BackendOps o;
+    o.id = NVFP4_BACKEND_SM100A;
+    o.gemv = sm100::gemv;
+    o.gemm = sm100::gemm_entry;
+    o.gemm_workspace = sm100::gemm_workspace_size;
+    o.dual_gemm = sm100::dual_entry;
+    o.grouped_gemm = sm100::grouped_gemm;
+    o.grouped_gemm_packed = sm100::grouped_gemm_packed;
+    return o;
+  }();
+  return &ops;
+}
+
+}  // namespace nvfp4
