@@ -36,10 +36,17 @@ function(nvfp4_find_cutlass out_var)
     set(_inc "${_dl}/unpacked/cutlass_library/source/include")
     if(NOT EXISTS "${_inc}/cutlass/cutlass.h")
       message(STATUS "nvfp4: downloading nvidia-cutlass==${NVFP4_CUTLASS_WHEEL_VERSION} from PyPI for its headers")
-      execute_process(
-        COMMAND "${Python_EXECUTABLE}" -m pip download --no-deps --only-binary=:all:
-                "nvidia-cutlass==${NVFP4_CUTLASS_WHEEL_VERSION}" -d "${_dl}"
-        RESULT_VARIABLE _rc)
+      # -I: inside pip's isolated build environment the interpreter's own site-packages
+      # (and so pip) are hidden behind PYTHONPATH; isolated mode ignores PYTHONPATH.
+      foreach(_flag -I "")
+        execute_process(
+          COMMAND "${Python_EXECUTABLE}" ${_flag} -m pip download --no-deps --only-binary=:all:
+                  "nvidia-cutlass==${NVFP4_CUTLASS_WHEEL_VERSION}" -d "${_dl}"
+          RESULT_VARIABLE _rc)
+        if(_rc EQUAL 0)
+          break()
+        endif()
+      endforeach()
       file(GLOB _whl "${_dl}/nvidia_cutlass-*.whl")
       if(_rc EQUAL 0 AND _whl)
         file(ARCHIVE_EXTRACT INPUT "${_whl}" DESTINATION "${_dl}/unpacked"

@@ -178,30 +178,25 @@ NB_MODULE(_nvfp4_ext, m) {
     CALL(nvfp4_gemv(&ta, &tsa, &tb, &tsb, s, parse_layout(layout), &to, &e.exec));
   });
 
-  m.def("gemm_workspace_size", [](InArray a, InArray sfa, InArray b, InArray sfb, const std::string& layout,
-                                  OutArray out, const std::string& backend) {
-    nvfp4_tensor_t ta = to_tensor(a, "a"), tsa = to_tensor(sfa, "sfa"), tb = to_tensor(b, "b"),
-                   tsb = to_tensor(sfb, "sfb"), to = to_tensor(out, "out");
-    ExecArgs e(0, backend, std::nullopt);
-    size_t bytes = 0;
-    CALL(nvfp4_gemm_workspace_size(&ta, &tsa, &tb, &tsb, parse_layout(layout), &to, &e.exec, &bytes));
-    return bytes;
-  });
-
+  // Ops that may need scratch take `workspace` and `query`: with query=True they only
+  // return the bytes the op needs (its *_workspace_size), else they run and return 0.
   m.def("gemm", [](InArray a, InArray sfa, InArray b, InArray sfb, float alpha, std::optional<InArray> alpha_arr,
                    const std::string& layout, OutArray out, uintptr_t stream, const std::string& backend,
-                   std::optional<OutArray> workspace) {
+                   std::optional<OutArray> workspace, bool query) {
     nvfp4_tensor_t ta = to_tensor(a, "a"), tsa = to_tensor(sfa, "sfa"), tb = to_tensor(b, "b"),
                    tsb = to_tensor(sfb, "sfb"), to = to_tensor(out, "out");
     nvfp4_scalar_t s = to_scalar(alpha, alpha_arr, "alpha");
     ExecArgs e(stream, backend, workspace);
-    CALL(nvfp4_gemm(&ta, &tsa, &tb, &tsb, s, parse_layout(layout), &to, &e.exec));
+    size_t bytes = 0;
+    if (query) CALL(nvfp4_gemm_workspace_size(&ta, &tsa, &tb, &tsb, parse_layout(layout), &to, &e.exec, &bytes));
+    else CALL(nvfp4_gemm(&ta, &tsa, &tb, &tsb, s, parse_layout(layout), &to, &e.exec));
+    return bytes;
   });
 
   m.def("dual_gemm", [](InArray a, InArray sfa, InArray b1, InArray sfb1, InArray b2, InArray sfb2, float alpha1,
                         std::optional<InArray> alpha1_arr, float alpha2, std::optional<InArray> alpha2_arr,
                         const std::string& activation, const std::string& layout, OutArray out, uintptr_t stream,
-                        const std::string& backend) {
+                        const std::string& backend, std::optional<OutArray> workspace, bool query) {
     nvfp4_activation_t act;
     if (activation == "silu") act = NVFP4_ACT_SILU;
     else if (activation == "gelu_tanh") act = NVFP4_ACT_GELU_TANH;
@@ -210,13 +205,19 @@ NB_MODULE(_nvfp4_ext, m) {
                    tsb1 = to_tensor(sfb1, "sfb1"), tb2 = to_tensor(b2, "b2"), tsb2 = to_tensor(sfb2, "sfb2"),
                    to = to_tensor(out, "out");
     nvfp4_scalar_t s1 = to_scalar(alpha1, alpha1_arr, "alpha1"), s2 = to_scalar(alpha2, alpha2_arr, "alpha2");
-    ExecArgs e(stream, backend, std::nullopt);
-    CALL(nvfp4_dual_gemm(&ta, &tsa, &tb1, &tsb1, &tb2, &tsb2, s1, s2, act, parse_layout(layout), &to, &e.exec));
+    ExecArgs e(stream, backend, workspace);
+    size_t bytes = 0;
+    if (query)
+      CALL(nvfp4_dual_gemm_workspace_size(&ta, &tsa, &tb1, &tsb1, &tb2, &tsb2, s1, s2, act, parse_layout(layout), &to,
+                                          &e.exec, &bytes));
+    else CALL(nvfp4_dual_gemm(&ta, &tsa, &tb1, &tsb1, &tb2, &tsb2, s1, s2, act, parse_layout(layout), &to, &e.exec));
+    return bytes;
   });
 
   m.def("grouped_gemm", [](std::vector<InArray> a, std::vector<InArray> sfa, std::vector<InArray> b,
                            std::vector<InArray> sfb, std::vector<float> alphas, const std::string& layout,
-                           std::vector<OutArray> out, uintptr_t stream, const std::string& backend) {
+                           std::vector<OutArray> out, uintptr_t stream, const std::string& backend,
+                           std::optional<OutArray> workspace, bool query) {
     const size_t g = a.size();
     if (sfa.size() != g || b.size() != g || sfb.size() != g || out.size() != g || (!alphas.empty() && alphas.size() != g))
       throw nb::value_error("grouped_gemm: a, sfa, b, sfb, out (and alphas if given) must have the same length");
@@ -227,20 +228,31 @@ NB_MODULE(_nvfp4_ext, m) {
       tsb[i] = to_tensor(sfb[i], "sfb"); to[i] = to_tensor(out[i], "out");
       if (!alphas.empty()) s[i].value = alphas[i];
     }
-    ExecArgs e(stream, backend, std::nullopt);
-    CALL(nvfp4_grouped_gemm(static_cast<int32_t>(g), ta.data(), tsa.data(), tb.data(), tsb.data(), s.data(),
-                            parse_layout(layout), to.data(), &e.exec));
+    ExecArgs e(stream, backend, workspace);
+    size_t bytes = 0;
+    if (query)
+      CALL(nvfp4_grouped_gemm_workspace_size(static_cast<int32_t>(g), ta.data(), tsa.data(), tb.data(), tsb.data(),
+                                             s.data(), parse_layout(layout), to.data(), &e.exec, &bytes));
+    else
+      CALL(nvfp4_grouped_gemm(static_cast<int32_t>(g), ta.data(), tsa.data(), tb.data(), tsb.data(), s.data(),
+                              parse_layout(layout), to.data(), &e.exec));
+    return bytes;
   });
 
   m.def("grouped_gemm_packed", [](InArray a, InArray sfa, InArray b, InArray sfb, InArray offsets,
                                   std::optional<InArray> alphas, OutArray out, uintptr_t stream,
-                                  const std::string& backend) {
+                                  const std::string& backend, std::optional<OutArray> workspace, bool query) {
     nvfp4_tensor_t ta = to_tensor(a, "a"), tsa = to_tensor(sfa, "sfa"), tb = to_tensor(b, "b"),
                    tsb = to_tensor(sfb, "sfb"), toff = to_tensor(offsets, "offsets"), to = to_tensor(out, "out");
     nvfp4_tensor_t tal{};
     if (alphas) tal = to_tensor(*alphas, "alphas");
-    ExecArgs e(stream, backend, std::nullopt);
-    CALL(nvfp4_grouped_gemm_packed(&ta, &tsa, &tb, &tsb, &toff, alphas ? &tal : nullptr, &to, &e.exec));
+    ExecArgs e(stream, backend, workspace);
+    size_t bytes = 0;
+    if (query)
+      CALL(nvfp4_grouped_gemm_packed_workspace_size(&ta, &tsa, &tb, &tsb, &toff, alphas ? &tal : nullptr, &to, &e.exec,
+                                                    &bytes));
+    else CALL(nvfp4_grouped_gemm_packed(&ta, &tsa, &tb, &tsb, &toff, alphas ? &tal : nullptr, &to, &e.exec));
+    return bytes;
   });
 
   m.def("quantize", [](InArray x, OutArray q, OutArray sf, const std::string& layout, OutArray global_scale,

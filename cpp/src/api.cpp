@@ -100,6 +100,12 @@ bool overlaps(const Extent& a, const Extent& b) {
   return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
 }
 
+#define TRY(expr)                               \
+  do {                                          \
+    const nvfp4_status_t st_ = (expr);          \
+    if (st_ != NVFP4_SUCCESS) return st_;       \
+  } while (0)
+
 // Collects the tensors of one call to check devices and aliasing.
 class Call {
  public:
@@ -203,6 +209,32 @@ class Call {
       return (cpu_backend()->*member)(problem, Exec{});
     }
     return run_on_device(member, op(), problem, device(), exec);
+  }
+
+  // Scratch the backend that would run `launch` needs (0 on the CPU).
+  template <class P>
+  nvfp4_status_t workspace_size(LaunchFn<P> BackendOps::*launch, WorkspaceFn<P> BackendOps::*workspace,
+                                const P& problem, const nvfp4_exec_t* exec, size_t* bytes) const {
+    *bytes = 0;
+    TRY(check_aliasing());
+    TRY(check_backend(exec));
+    if (on_cpu()) return NVFP4_SUCCESS;
+    return workspace_on_device(launch, workspace, op(), problem, device(), exec, bytes);
+  }
+
+  // dispatch(), once the caller's workspace covers what the backend needs: scratch only
+  // ever comes from the caller (no hidden allocations).
+  template <class P>
+  nvfp4_status_t dispatch_with_workspace(LaunchFn<P> BackendOps::*launch, WorkspaceFn<P> BackendOps::*workspace,
+                                         const P& problem, const nvfp4_exec_t* exec) const {
+    size_t need = 0;
+    TRY(workspace_size(launch, workspace, problem, exec, &need));
+    const size_t have = exec && exec->workspace ? exec->workspace_bytes : 0;
+    if (need > have)
+      return fail(NVFP4_ERROR_INVALID_VALUE,
+                  "%s: this problem needs a workspace of %zu bytes (see nvfp4_%s_workspace_size), got %zu", op(),
+                  need, op(), have);
+    return dispatch(launch, problem, exec);
   }
 
  private:
@@ -353,11 +385,6 @@ nvfp4_status_t scalar_check(Call& c, const char* name, const nvfp4_scalar_t& s, 
   return NVFP4_SUCCESS;
 }
 
-#define TRY(expr)                               \
-  do {                                          \
-    const nvfp4_status_t st_ = (expr);          \
-    if (st_ != NVFP4_SUCCESS) return st_;       \
-  } while (0)
 
 nvfp4_status_t same_k(Call& c, const char* a, const Fp4View& va, const char* b, const Fp4View& vb) {
   if (va.K != vb.K)
@@ -496,17 +523,7 @@ nvfp4_status_t nvfp4_gemm(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa, co
   GemmProblem p;
   TRY(build_gemm(c, false, a, sfa, b, sfb, alpha, sf_layout, out, &p));
   if (empty_gemm(p)) return c.check_aliasing();
-  if (!c.on_cpu()) {
-    // A backend needing scratch gets it from the caller (no hidden allocations).
-    size_t need = 0;
-    TRY(gemm_workspace_on_device(p, c.device(), exec, &need));
-    const size_t have = exec && exec->workspace ? exec->workspace_bytes : 0;
-    if (need > have)
-      return fail(NVFP4_ERROR_INVALID_VALUE,
-                  "gemm: this problem needs a workspace of %zu bytes (see nvfp4_gemm_workspace_size), got %zu",
-                  need, have);
-  }
-  return c.dispatch(&BackendOps::gemm, p, exec);
+  return c.dispatch_with_workspace(&BackendOps::gemm, &BackendOps::gemm_workspace, p, exec);
 }
 
 nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
@@ -519,19 +536,15 @@ nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_te
   Call c("gemm");  // same validation and messages as nvfp4_gemm
   GemmProblem p;
   TRY(build_gemm(c, false, a, sfa, b, sfb, nvfp4_scalar_t{1.0f, nullptr}, sf_layout, out, &p));
-  TRY(c.check_aliasing());
-  TRY(c.check_backend(exec));
-  if (c.on_cpu() || empty_gemm(p)) return NVFP4_SUCCESS;
-  return gemm_workspace_on_device(p, c.device(), exec, bytes);
+  if (empty_gemm(p)) return c.check_aliasing();
+  return c.workspace_size(&BackendOps::gemm, &BackendOps::gemm_workspace, p, exec, bytes);
 }
 
-nvfp4_status_t nvfp4_dual_gemm(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa, const nvfp4_tensor_t* b1,
-                               const nvfp4_tensor_t* sfb1, const nvfp4_tensor_t* b2, const nvfp4_tensor_t* sfb2,
-                               nvfp4_scalar_t alpha1, nvfp4_scalar_t alpha2, nvfp4_activation_t activation,
-                               nvfp4_sf_layout_t sf_layout, const nvfp4_tensor_t* out, const nvfp4_exec_t* exec) {
-  clear_error();
-  Call c("dual_gemm");
-  DualGemmProblem p;
+static nvfp4_status_t build_dual(Call& c, const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
+                                 const nvfp4_tensor_t* b1, const nvfp4_tensor_t* sfb1, const nvfp4_tensor_t* b2,
+                                 const nvfp4_tensor_t* sfb2, nvfp4_scalar_t alpha1, nvfp4_scalar_t alpha2,
+                                 nvfp4_activation_t activation, nvfp4_sf_layout_t sf_layout,
+                                 const nvfp4_tensor_t* out, DualGemmProblem& p) {
   Fp4View va, v1, v2;
   TRY(fp4_view(c, "a", a, false, &va));
   TRY(fp4_view(c, "b1", b1, false, &v1));
@@ -560,21 +573,47 @@ nvfp4_status_t nvfp4_dual_gemm(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sf
   dims.push_back(p.N);
   TRY(out_view(c, "out", out, dims, &p.c));
   fill_out_strides(out, va.batched, true, &p.c);
-  if (p.L == 0 || p.M == 0 || p.N == 0) return c.check_aliasing();
-  return c.dispatch(&BackendOps::dual_gemm, p, exec);
+  return NVFP4_SUCCESS;
 }
 
-nvfp4_status_t nvfp4_grouped_gemm(int32_t count, const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
-                                  const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb, const nvfp4_scalar_t* alphas,
-                                  nvfp4_sf_layout_t sf_layout, const nvfp4_tensor_t* out,
-                                  const nvfp4_exec_t* exec) {
+#define NVFP4_DUAL_PARAMS                                                                                     \
+  const nvfp4_tensor_t *a, const nvfp4_tensor_t *sfa, const nvfp4_tensor_t *b1, const nvfp4_tensor_t *sfb1, \
+      const nvfp4_tensor_t *b2, const nvfp4_tensor_t *sfb2, nvfp4_scalar_t alpha1, nvfp4_scalar_t alpha2,    \
+      nvfp4_activation_t activation, nvfp4_sf_layout_t sf_layout, const nvfp4_tensor_t *out,                \
+      const nvfp4_exec_t *exec
+#define NVFP4_DUAL_ARGS a, sfa, b1, sfb1, b2, sfb2, alpha1, alpha2, activation, sf_layout, out
+
+nvfp4_status_t nvfp4_dual_gemm(NVFP4_DUAL_PARAMS) {
   clear_error();
-  Call c("grouped_gemm");
+  Call c("dual_gemm");
+  DualGemmProblem p;
+  TRY(build_dual(c, NVFP4_DUAL_ARGS, p));
+  if (p.L == 0 || p.M == 0 || p.N == 0) return c.check_aliasing();
+  return c.dispatch_with_workspace(&BackendOps::dual_gemm, &BackendOps::dual_gemm_workspace, p, exec);
+}
+
+nvfp4_status_t nvfp4_dual_gemm_workspace_size(NVFP4_DUAL_PARAMS, size_t* bytes) {
+  clear_error();
+  if (!bytes) return fail(NVFP4_ERROR_INVALID_VALUE, "dual_gemm_workspace_size: argument 'bytes' is NULL");
+  *bytes = 0;
+  Call c("dual_gemm");
+  DualGemmProblem p;
+  TRY(build_dual(c, NVFP4_DUAL_ARGS, p));
+  if (p.L == 0 || p.M == 0 || p.N == 0) return c.check_aliasing();
+  return c.workspace_size(&BackendOps::dual_gemm, &BackendOps::dual_gemm_workspace, p, exec, bytes);
+}
+#undef NVFP4_DUAL_PARAMS
+#undef NVFP4_DUAL_ARGS
+
+// The non-empty groups go to `groups`.
+static nvfp4_status_t build_grouped(Call& c, int32_t count, const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
+                                    const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
+                                    const nvfp4_scalar_t* alphas, nvfp4_sf_layout_t sf_layout,
+                                    const nvfp4_tensor_t* out, std::vector<GemmProblem>& groups) {
   if (count < 0) return fail(NVFP4_ERROR_INVALID_VALUE, "grouped_gemm: count must be >= 0, got %d", count);
   if (count == 0) return NVFP4_SUCCESS;
   if (!a || !sfa || !b || !sfb || !out)
     return fail(NVFP4_ERROR_INVALID_VALUE, "grouped_gemm: the a, sfa, b, sfb and out arrays are required");
-  std::vector<GemmProblem> groups;
   groups.reserve(count);
   for (int32_t g = 0; g < count; ++g) {
     const std::string op = "grouped_gemm (group " + std::to_string(g) + ")";
@@ -587,20 +626,47 @@ nvfp4_status_t nvfp4_grouped_gemm(int32_t count, const nvfp4_tensor_t* a, const 
     if (!empty_gemm(p)) groups.push_back(p);
   }
   c.set_op("grouped_gemm");
+  return NVFP4_SUCCESS;
+}
+
+#define NVFP4_GROUPED_PARAMS                                                                                     \
+  int32_t count, const nvfp4_tensor_t *a, const nvfp4_tensor_t *sfa, const nvfp4_tensor_t *b,                  \
+      const nvfp4_tensor_t *sfb, const nvfp4_scalar_t *alphas, nvfp4_sf_layout_t sf_layout,                    \
+      const nvfp4_tensor_t *out, const nvfp4_exec_t *exec
+#define NVFP4_GROUPED_ARGS count, a, sfa, b, sfb, alphas, sf_layout, out
+
+nvfp4_status_t nvfp4_grouped_gemm(NVFP4_GROUPED_PARAMS) {
+  clear_error();
+  Call c("grouped_gemm");
+  std::vector<GemmProblem> groups;
+  TRY(build_grouped(c, NVFP4_GROUPED_ARGS, groups));
   if (groups.empty()) return c.check_aliasing();
   GroupedGemmProblem gp;
   gp.count = static_cast<int32_t>(groups.size());
   gp.groups = groups.data();
-  return c.dispatch(&BackendOps::grouped_gemm, gp, exec);
+  return c.dispatch_with_workspace(&BackendOps::grouped_gemm, &BackendOps::grouped_gemm_workspace, gp, exec);
 }
 
-nvfp4_status_t nvfp4_grouped_gemm_packed(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
-                                         const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
-                                         const nvfp4_tensor_t* offsets, const nvfp4_tensor_t* alphas,
-                                         const nvfp4_tensor_t* out, const nvfp4_exec_t* exec) {
+nvfp4_status_t nvfp4_grouped_gemm_workspace_size(NVFP4_GROUPED_PARAMS, size_t* bytes) {
   clear_error();
-  Call c("grouped_gemm_packed");
-  PackedGroupedGemmProblem p;
+  if (!bytes) return fail(NVFP4_ERROR_INVALID_VALUE, "grouped_gemm_workspace_size: argument 'bytes' is NULL");
+  *bytes = 0;
+  Call c("grouped_gemm");
+  std::vector<GemmProblem> groups;
+  TRY(build_grouped(c, NVFP4_GROUPED_ARGS, groups));
+  if (groups.empty()) return c.check_aliasing();
+  GroupedGemmProblem gp;
+  gp.count = static_cast<int32_t>(groups.size());
+  gp.groups = groups.data();
+  return c.workspace_size(&BackendOps::grouped_gemm, &BackendOps::grouped_gemm_workspace, gp, exec, bytes);
+}
+#undef NVFP4_GROUPED_PARAMS
+#undef NVFP4_GROUPED_ARGS
+
+static nvfp4_status_t build_packed(Call& c, const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
+                                   const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
+                                   const nvfp4_tensor_t* offsets, const nvfp4_tensor_t* alphas,
+                                   const nvfp4_tensor_t* out, PackedGroupedGemmProblem& p) {
   Fp4View va, vb;
   TRY(fp4_view(c, "a", a, false, &va));
   if (va.batched)
@@ -643,8 +709,36 @@ nvfp4_status_t nvfp4_grouped_gemm_packed(const nvfp4_tensor_t* a, const nvfp4_te
         return fail(NVFP4_ERROR_INVALID_VALUE, "grouped_gemm_packed: offsets must be non-decreasing (offsets[%d]=%d > offsets[%d]=%d)",
                     g, o[g], g + 1, o[g + 1]);
   }
+  return NVFP4_SUCCESS;
+}
+
+nvfp4_status_t nvfp4_grouped_gemm_packed(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
+                                         const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
+                                         const nvfp4_tensor_t* offsets, const nvfp4_tensor_t* alphas,
+                                         const nvfp4_tensor_t* out, const nvfp4_exec_t* exec) {
+  clear_error();
+  Call c("grouped_gemm_packed");
+  PackedGroupedGemmProblem p;
+  TRY(build_packed(c, a, sfa, b, sfb, offsets, alphas, out, p));
   if (p.G == 0 || p.total_M == 0 || p.N == 0) return c.check_aliasing();
-  return c.dispatch(&BackendOps::grouped_gemm_packed, p, exec);
+  return c.dispatch_with_workspace(&BackendOps::grouped_gemm_packed, &BackendOps::grouped_gemm_packed_workspace, p,
+                                   exec);
+}
+
+nvfp4_status_t nvfp4_grouped_gemm_packed_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
+                                                        const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
+                                                        const nvfp4_tensor_t* offsets, const nvfp4_tensor_t* alphas,
+                                                        const nvfp4_tensor_t* out, const nvfp4_exec_t* exec,
+                                                        size_t* bytes) {
+  clear_error();
+  if (!bytes) return fail(NVFP4_ERROR_INVALID_VALUE, "grouped_gemm_packed_workspace_size: argument 'bytes' is NULL");
+  *bytes = 0;
+  Call c("grouped_gemm_packed");
+  PackedGroupedGemmProblem p;
+  TRY(build_packed(c, a, sfa, b, sfb, offsets, alphas, out, p));
+  if (p.G == 0 || p.total_M == 0 || p.N == 0) return c.check_aliasing();
+  return c.workspace_size(&BackendOps::grouped_gemm_packed, &BackendOps::grouped_gemm_packed_workspace, p, exec,
+                          bytes);
 }
 
 // x (K) / (rows, K) / (L, rows, K).

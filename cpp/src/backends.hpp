@@ -28,10 +28,13 @@ struct BackendOps {
   nvfp4_backend_t id;
   LaunchFn<GemmProblem> gemv = nullptr;         // N == 1
   LaunchFn<GemmProblem> gemm = nullptr;
-  WorkspaceFn<GemmProblem> gemm_workspace = nullptr;
+  WorkspaceFn<GemmProblem> gemm_workspace = nullptr;   // null: needs none
   LaunchFn<DualGemmProblem> dual_gemm = nullptr;
+  WorkspaceFn<DualGemmProblem> dual_gemm_workspace = nullptr;
   LaunchFn<GroupedGemmProblem> grouped_gemm = nullptr;
+  WorkspaceFn<GroupedGemmProblem> grouped_gemm_workspace = nullptr;
   LaunchFn<PackedGroupedGemmProblem> grouped_gemm_packed = nullptr;
+  WorkspaceFn<PackedGroupedGemmProblem> grouped_gemm_packed_workspace = nullptr;
   LaunchFn<QuantizeProblem> quantize = nullptr;
   LaunchFn<DequantizeProblem> dequantize = nullptr;
   LaunchFn<SwizzleProblem> swizzle_scales = nullptr;    // linear -> blocked

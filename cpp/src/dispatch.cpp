@@ -140,13 +140,15 @@ nvfp4_status_t run_on_device(LaunchFn<P> BackendOps::*member, const char* op, co
   });
 }
 
-// gemm_workspace: the size for the backend that would run the gemm.
-nvfp4_status_t gemm_workspace_on_device(const GemmProblem& problem, int device,
-                                        const nvfp4_exec_t* exec, size_t* bytes) {
+template <class P>
+nvfp4_status_t workspace_on_device(LaunchFn<P> BackendOps::*launch, WorkspaceFn<P> BackendOps::*workspace,
+                                   const char* op, const P& problem, int device, const nvfp4_exec_t* exec,
+                                   size_t* bytes) {
   *bytes = 0;
-  return with_chain("gemm_workspace_size", device, exec, [&](const BackendOps& b, const Exec& ex) {
-    if (!b.gemm) return NVFP4_ERROR_NOT_SUPPORTED;
-    *bytes = b.gemm_workspace ? b.gemm_workspace(problem, ex) : 0;
+  return with_chain(op, device, exec, [&](const BackendOps& b, const Exec& ex) {
+    if (!(b.*launch)) return NVFP4_ERROR_NOT_SUPPORTED;
+    WorkspaceFn<P> fn = b.*workspace;
+    *bytes = fn ? fn(problem, ex) : 0;
     return NVFP4_SUCCESS;
   });
 }
@@ -168,6 +170,15 @@ template nvfp4_status_t run_on_device<DequantizeProblem>(LaunchFn<DequantizeProb
                                                          const nvfp4_exec_t*);
 template nvfp4_status_t run_on_device<SwizzleProblem>(LaunchFn<SwizzleProblem> BackendOps::*, const char*,
                                                       const SwizzleProblem&, int, const nvfp4_exec_t*);
+
+#define NVFP4_INSTANTIATE_WORKSPACE(P)                                                                     \
+  template nvfp4_status_t workspace_on_device<P>(LaunchFn<P> BackendOps::*, WorkspaceFn<P> BackendOps::*, \
+                                                 const char*, const P&, int, const nvfp4_exec_t*, size_t*);
+NVFP4_INSTANTIATE_WORKSPACE(GemmProblem)
+NVFP4_INSTANTIATE_WORKSPACE(DualGemmProblem)
+NVFP4_INSTANTIATE_WORKSPACE(GroupedGemmProblem)
+NVFP4_INSTANTIATE_WORKSPACE(PackedGroupedGemmProblem)
+#undef NVFP4_INSTANTIATE_WORKSPACE
 
 // Backends not compiled into this build (arch not in NVFP4_CUDA_ARCHS, or no sources).
 #if !defined(NVFP4_WITH_PORTABLE)

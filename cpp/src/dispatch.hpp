@@ -29,7 +29,11 @@ template <class P>
 nvfp4_status_t run_on_device(LaunchFn<P> BackendOps::*member, const char* op, const P& problem,
                              int device, const nvfp4_exec_t* exec);
 
-nvfp4_status_t gemm_workspace_on_device(const GemmProblem& problem, int device,
-                                        const nvfp4_exec_t* exec, size_t* bytes);
+// Scratch bytes the backend that would run `launch` needs (its `workspace` entry; 0
+// when it has none).
+template <class P>
+nvfp4_status_t workspace_on_device(LaunchFn<P> BackendOps::*launch, WorkspaceFn<P> BackendOps::*workspace,
+                                   const char* op, const P& problem, int device, const nvfp4_exec_t* exec,
+                                   size_t* bytes);
 
 }  // namespace nvfp4

@@ -54,12 +54,14 @@ def gemv(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", 
     return out
 
 
-def _workspace(ctx: Context, a, sfa, b, sfb, sf_layout, out, backend):
-    if not ctx.gpu:
-        return None
-    nbytes = _ext.gemm_workspace_size(as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), sf_layout, out,
-                                      backend)
-    return ctx.empty((nbytes,), "uint8") if nbytes else None
+def _call_with_workspace(ctx: Context, fn, *args):
+    """Runs a binding whose op may need scratch: on a device, asks its size first (the
+    *_workspace_size query) and passes a buffer of that many bytes."""
+    workspace = None
+    if ctx.gpu:
+        nbytes = fn(*args, None, True)
+        workspace = ctx.empty((nbytes,), "uint8") if nbytes else None
+    fn(*args, workspace, False)
 
 
 def gemm(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", out=None, stream=None,
@@ -70,10 +72,10 @@ def gemm(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", 
     shape = sa[:-1] + sb[-2:-1] if len(sa) in (2, 3) and len(sb) >= 2 else None
     out = _alloc(ctx, out, shape, _out_dtype(out_dtype, "gemm"))
     av, aa = scalar(alpha, "alpha")
-    ws = _workspace(ctx, a, sfa, b, sfb, sf_layout, out, backend)
     handle = ctx.stream(stream)
     ctx.before(a, sfa, b, sfb)
-    _ext.gemm(as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), av, aa, sf_layout, out, handle, backend, ws)
+    _call_with_workspace(ctx, _ext.gemm, as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), av, aa, sf_layout,
+                         out, handle, backend)
     ctx.after(handle)
     return out
 
@@ -89,8 +91,9 @@ def dual_gemm(a, sfa, b1, sfb1, b2, sfb2, *, alpha1=1.0, alpha2=1.0, activation=
     a2v, a2a = scalar(alpha2, "alpha2")
     handle = ctx.stream(stream)
     ctx.before(a, sfa, b1, sfb1, b2, sfb2)
-    _ext.dual_gemm(as_bytes(a), as_bytes(sfa), as_bytes(b1), as_bytes(sfb1), as_bytes(b2), as_bytes(sfb2),
-                   a1v, a1a, a2v, a2a, activation, sf_layout, out, handle, backend)
+    _call_with_workspace(ctx, _ext.dual_gemm, as_bytes(a), as_bytes(sfa), as_bytes(b1), as_bytes(sfb1),
+                         as_bytes(b2), as_bytes(sfb2), a1v, a1a, a2v, a2a, activation, sf_layout, out, handle,
+                         backend)
     ctx.after(handle)
     return out
 
@@ -113,9 +116,9 @@ def grouped_gemm(a_list, sfa_list, b_list, sfb_list, *, alphas=None, sf_layout="
     alpha_values = [] if alphas is None else [float(x) for x in alphas]
     handle = ctx.stream(stream)
     ctx.before(*a_list, *sfa_list, *b_list, *sfb_list)
-    _ext.grouped_gemm([as_bytes(x) for x in a_list], [as_bytes(x) for x in sfa_list],
-                      [as_bytes(x) for x in b_list], [as_bytes(x) for x in sfb_list],
-                      alpha_values, sf_layout, out, handle, backend)
+    _call_with_workspace(ctx, _ext.grouped_gemm, [as_bytes(x) for x in a_list], [as_bytes(x) for x in sfa_list],
+                         [as_bytes(x) for x in b_list], [as_bytes(x) for x in sfb_list], alpha_values, sf_layout,
+                         out, handle, backend)
     ctx.after(handle)
     return out
 
@@ -130,8 +133,8 @@ def grouped_gemm_packed(a, sfa, b, sfb, offsets, *, alphas=None, out_dtype="floa
     out = _alloc(ctx, out, shape, _out_dtype(out_dtype, "grouped_gemm_packed"))
     handle = ctx.stream(stream)
     ctx.before(a, sfa, b, sfb, offsets)
-    _ext.grouped_gemm_packed(as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), offsets, alphas, out,
-                             handle, backend)
+    _call_with_workspace(ctx, _ext.grouped_gemm_packed, as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb),
+                         offsets, alphas, out, handle, backend)
     ctx.after(handle)
     return out
 

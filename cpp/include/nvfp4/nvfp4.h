@@ -192,13 +192,33 @@ NVFP4_API nvfp4_status_t nvfp4_grouped_gemm_packed(const nvfp4_tensor_t* a, cons
                                                    const nvfp4_tensor_t* alphas, /* NULL or (G,) fp32 */
                                                    const nvfp4_tensor_t* out, const nvfp4_exec_t* exec);
 
-/* Workspace each op needs for these arguments on the backend `exec` selects
- * (0 on most paths). Same validation as the op itself. */
+/* Workspace queries: the scratch bytes the op needs for exactly these arguments on the
+ * backend `exec` selects (0 on most paths; the sm90a GEMM's pre-decode path and the
+ * sm100a paths need some). Same arguments and validation as the op, plus `bytes`.
+ * An op given less workspace than its query returns fails with INVALID_VALUE. */
 NVFP4_API nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
                                                    const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
                                                    nvfp4_sf_layout_t sf_layout,
                                                    const nvfp4_tensor_t* out, const nvfp4_exec_t* exec,
                                                    size_t* bytes);
+NVFP4_API nvfp4_status_t nvfp4_dual_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
+                                                        const nvfp4_tensor_t* b1, const nvfp4_tensor_t* sfb1,
+                                                        const nvfp4_tensor_t* b2, const nvfp4_tensor_t* sfb2,
+                                                        nvfp4_scalar_t alpha1, nvfp4_scalar_t alpha2,
+                                                        nvfp4_activation_t activation,
+                                                        nvfp4_sf_layout_t sf_layout, const nvfp4_tensor_t* out,
+                                                        const nvfp4_exec_t* exec, size_t* bytes);
+NVFP4_API nvfp4_status_t nvfp4_grouped_gemm_workspace_size(int32_t count, const nvfp4_tensor_t* a,
+                                                           const nvfp4_tensor_t* sfa, const nvfp4_tensor_t* b,
+                                                           const nvfp4_tensor_t* sfb,
+                                                           const nvfp4_scalar_t* alphas,
+                                                           nvfp4_sf_layout_t sf_layout,
+                                                           const nvfp4_tensor_t* out, const nvfp4_exec_t* exec,
+                                                           size_t* bytes);
+NVFP4_API nvfp4_status_t nvfp4_grouped_gemm_packed_workspace_size(
+    const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa, const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
+    const nvfp4_tensor_t* offsets, const nvfp4_tensor_t* alphas, const nvfp4_tensor_t* out,
+    const nvfp4_exec_t* exec, size_t* bytes);
 
 /* x (L..., rows, K) fp32/fp16/bf16 -> q (..., K/2) uint8, sf linear (..., K/16) or
  * blocked (L, bytes). The decode global scale is read from `global_scale` (one fp32,

@@ -195,8 +195,11 @@ const BackendOps* sm100a_backend() {
     o.gemm = sm100::gemm_entry;
     o.gemm_workspace = sm100::gemm_workspace_size;
     o.dual_gemm = sm100::dual_entry;
+    o.dual_gemm_workspace = sm100::dual_gemm_workspace_size;
     o.grouped_gemm = sm100::grouped_gemm;
+    o.grouped_gemm_workspace = sm100::grouped_workspace_size;
     o.grouped_gemm_packed = sm100::grouped_gemm_packed;
+    o.grouped_gemm_packed_workspace = sm100::grouped_packed_workspace_size;
     return o;
   }();
   return &ops;
