@@ -32,13 +32,6 @@ def _alloc(ctx: Context, out, shape, dtype):
     return ctx.empty(shape if shape is not None else (0,), dtype)
 
 
-def _run(ctx: Context, stream, inputs, fn, *args):
-    handle = ctx.stream(stream)
-    ctx.before(*inputs)
-    fn(*args, handle)
-    ctx.after(handle)
-
-
 def gemv(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", out=None, stream=None,
          backend="auto"):
     """c = alpha * A·b: a (M, K/2) or (L, M, K/2), b (K/2,) or (L, K/2) -> (M,) / (L, M)."""
