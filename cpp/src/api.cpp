@@ -237,6 +237,14 @@ class Call {
     return dispatch(launch, problem, exec);
   }
 
+  // The op (query == nullptr) or its workspace query (*query = bytes).
+  template <class P>
+  nvfp4_status_t run(LaunchFn<P> BackendOps::*launch, WorkspaceFn<P> BackendOps::*workspace, const P& problem,
+                     const nvfp4_exec_t* exec, size_t* query) const {
+    return query ? workspace_size(launch, workspace, problem, exec, query)
+                 : dispatch_with_workspace(launch, workspace, problem, exec);
+  }
+
  private:
   std::string op_;
   const nvfp4_tensor_t* first_ = nullptr;
@@ -515,29 +523,38 @@ nvfp4_status_t nvfp4_gemv(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa, co
   return c.dispatch(&BackendOps::gemv, p, exec);
 }
 
-nvfp4_status_t nvfp4_gemm(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa, const nvfp4_tensor_t* b,
-                          const nvfp4_tensor_t* sfb, nvfp4_scalar_t alpha, nvfp4_sf_layout_t sf_layout,
-                          const nvfp4_tensor_t* out, const nvfp4_exec_t* exec) {
-  clear_error();
+// The op, or with `query` its workspace query (same validation and messages).
+static nvfp4_status_t gemm_or_query(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa, const nvfp4_tensor_t* b,
+                                    const nvfp4_tensor_t* sfb, nvfp4_scalar_t alpha, nvfp4_sf_layout_t sf_layout,
+                                    const nvfp4_tensor_t* out, const nvfp4_exec_t* exec, size_t* query) {
   Call c("gemm");
   GemmProblem p;
   TRY(build_gemm(c, false, a, sfa, b, sfb, alpha, sf_layout, out, &p));
   if (empty_gemm(p)) return c.check_aliasing();
-  return c.dispatch_with_workspace(&BackendOps::gemm, &BackendOps::gemm_workspace, p, exec);
+  return c.run(&BackendOps::gemm, &BackendOps::gemm_workspace, p, exec, query);
+}
+
+// Workspace queries: `bytes` must be given; it is 0 unless the query succeeds.
+static nvfp4_status_t start_query(const char* name, size_t* bytes) {
+  clear_error();
+  if (!bytes) return fail(NVFP4_ERROR_INVALID_VALUE, "%s: argument 'bytes' is NULL", name);
+  *bytes = 0;
+  return NVFP4_SUCCESS;
+}
+
+nvfp4_status_t nvfp4_gemm(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa, const nvfp4_tensor_t* b,
+                          const nvfp4_tensor_t* sfb, nvfp4_scalar_t alpha, nvfp4_sf_layout_t sf_layout,
+                          const nvfp4_tensor_t* out, const nvfp4_exec_t* exec) {
+  clear_error();
+  return gemm_or_query(a, sfa, b, sfb, alpha, sf_layout, out, exec, nullptr);
 }
 
 nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
                                          const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
                                          nvfp4_sf_layout_t sf_layout, const nvfp4_tensor_t* out,
                                          const nvfp4_exec_t* exec, size_t* bytes) {
-  clear_error();
-  if (!bytes) return fail(NVFP4_ERROR_INVALID_VALUE, "gemm_workspace_size: argument 'bytes' is NULL");
-  *bytes = 0;
-  Call c("gemm");  // same validation and messages as nvfp4_gemm
-  GemmProblem p;
-  TRY(build_gemm(c, false, a, sfa, b, sfb, nvfp4_scalar_t{1.0f, nullptr}, sf_layout, out, &p));
-  if (empty_gemm(p)) return c.check_aliasing();
-  return c.workspace_size(&BackendOps::gemm, &BackendOps::gemm_workspace, p, exec, bytes);
+  TRY(start_query("gemm_workspace_size", bytes));
+  return gemm_or_query(a, sfa, b, sfb, nvfp4_scalar_t{1.0f, nullptr}, sf_layout, out, exec, bytes);
 }
 
 static nvfp4_status_t build_dual(Call& c, const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
@@ -583,24 +600,22 @@ static nvfp4_status_t build_dual(Call& c, const nvfp4_tensor_t* a, const nvfp4_t
       const nvfp4_exec_t *exec
 #define NVFP4_DUAL_ARGS a, sfa, b1, sfb1, b2, sfb2, alpha1, alpha2, activation, sf_layout, out
 
-nvfp4_status_t nvfp4_dual_gemm(NVFP4_DUAL_PARAMS) {
-  clear_error();
+static nvfp4_status_t dual_or_query(NVFP4_DUAL_PARAMS, size_t* query) {
   Call c("dual_gemm");
   DualGemmProblem p;
   TRY(build_dual(c, NVFP4_DUAL_ARGS, p));
   if (p.L == 0 || p.M == 0 || p.N == 0) return c.check_aliasing();
-  return c.dispatch_with_workspace(&BackendOps::dual_gemm, &BackendOps::dual_gemm_workspace, p, exec);
+  return c.run(&BackendOps::dual_gemm, &BackendOps::dual_gemm_workspace, p, exec, query);
+}
+
+nvfp4_status_t nvfp4_dual_gemm(NVFP4_DUAL_PARAMS) {
+  clear_error();
+  return dual_or_query(NVFP4_DUAL_ARGS, exec, nullptr);
 }
 
 nvfp4_status_t nvfp4_dual_gemm_workspace_size(NVFP4_DUAL_PARAMS, size_t* bytes) {
-  clear_error();
-  if (!bytes) return fail(NVFP4_ERROR_INVALID_VALUE, "dual_gemm_workspace_size: argument 'bytes' is NULL");
-  *bytes = 0;
-  Call c("dual_gemm");
-  DualGemmProblem p;
-  TRY(build_dual(c, NVFP4_DUAL_ARGS, p));
-  if (p.L == 0 || p.M == 0 || p.N == 0) return c.check_aliasing();
-  return c.workspace_size(&BackendOps::dual_gemm, &BackendOps::dual_gemm_workspace, p, exec, bytes);
+  TRY(start_query("dual_gemm_workspace_size", bytes));
+  return dual_or_query(NVFP4_DUAL_ARGS, exec, bytes);
 }
 #undef NVFP4_DUAL_PARAMS
 #undef NVFP4_DUAL_ARGS
@@ -635,8 +650,7 @@ static nvfp4_status_t build_grouped(Call& c, int32_t count, const nvfp4_tensor_t
       const nvfp4_tensor_t *out, const nvfp4_exec_t *exec
 #define NVFP4_GROUPED_ARGS count, a, sfa, b, sfb, alphas, sf_layout, out
 
-nvfp4_status_t nvfp4_grouped_gemm(NVFP4_GROUPED_PARAMS) {
-  clear_error();
+static nvfp4_status_t grouped_or_query(NVFP4_GROUPED_PARAMS, size_t* query) {
   Call c("grouped_gemm");
   std::vector<GemmProblem> groups;
   TRY(build_grouped(c, NVFP4_GROUPED_ARGS, groups));
@@ -644,21 +658,17 @@ nvfp4_status_t nvfp4_grouped_gemm(NVFP4_GROUPED_PARAMS) {
   GroupedGemmProblem gp;
   gp.count = static_cast<int32_t>(groups.size());
   gp.groups = groups.data();
-  return c.dispatch_with_workspace(&BackendOps::grouped_gemm, &BackendOps::grouped_gemm_workspace, gp, exec);
+  return c.run(&BackendOps::grouped_gemm, &BackendOps::grouped_gemm_workspace, gp, exec, query);
+}
+
+nvfp4_status_t nvfp4_grouped_gemm(NVFP4_GROUPED_PARAMS) {
+  clear_error();
+  return grouped_or_query(NVFP4_GROUPED_ARGS, exec, nullptr);
 }
 
 nvfp4_status_t nvfp4_grouped_gemm_workspace_size(NVFP4_GROUPED_PARAMS, size_t* bytes) {
-  clear_error();
-  if (!bytes) return fail(NVFP4_ERROR_INVALID_VALUE, "grouped_gemm_workspace_size: argument 'bytes' is NULL");
-  *bytes = 0;
-  Call c("grouped_gemm");
-  std::vector<GemmProblem> groups;
-  TRY(build_grouped(c, NVFP4_GROUPED_ARGS, groups));
-  if (groups.empty()) return c.check_aliasing();
-  GroupedGemmProblem gp;
-  gp.count = static_cast<int32_t>(groups.size());
-  gp.groups = groups.data();
-  return c.workspace_size(&BackendOps::grouped_gemm, &BackendOps::grouped_gemm_workspace, gp, exec, bytes);
+  TRY(start_query("grouped_gemm_workspace_size", bytes));
+  return grouped_or_query(NVFP4_GROUPED_ARGS, exec, bytes);
 }
 #undef NVFP4_GROUPED_PARAMS
 #undef NVFP4_GROUPED_ARGS
@@ -712,17 +722,23 @@ static nvfp4_status_t build_packed(Call& c, const nvfp4_tensor_t* a, const nvfp4
   return NVFP4_SUCCESS;
 }
 
+static nvfp4_status_t packed_or_query(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa, const nvfp4_tensor_t* b,
+                                      const nvfp4_tensor_t* sfb, const nvfp4_tensor_t* offsets,
+                                      const nvfp4_tensor_t* alphas, const nvfp4_tensor_t* out,
+                                      const nvfp4_exec_t* exec, size_t* query) {
+  Call c("grouped_gemm_packed");
+  PackedGroupedGemmProblem p;
+  TRY(build_packed(c, a, sfa, b, sfb, offsets, alphas, out, p));
+  if (p.G == 0 || p.total_M == 0 || p.N == 0) return c.check_aliasing();
+  return c.run(&BackendOps::grouped_gemm_packed, &BackendOps::grouped_gemm_packed_workspace, p, exec, query);
+}
+
 nvfp4_status_t nvfp4_grouped_gemm_packed(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
                                          const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
                                          const nvfp4_tensor_t* offsets, const nvfp4_tensor_t* alphas,
                                          const nvfp4_tensor_t* out, const nvfp4_exec_t* exec) {
   clear_error();
-  Call c("grouped_gemm_packed");
-  PackedGroupedGemmProblem p;
-  TRY(build_packed(c, a, sfa, b, sfb, offsets, alphas, out, p));
-  if (p.G == 0 || p.total_M == 0 || p.N == 0) return c.check_aliasing();
-  return c.dispatch_with_workspace(&BackendOps::grouped_gemm_packed, &BackendOps::grouped_gemm_packed_workspace, p,
-                                   exec);
+  return packed_or_query(a, sfa, b, sfb, offsets, alphas, out, exec, nullptr);
 }
 
 nvfp4_status_t nvfp4_grouped_gemm_packed_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
@@ -730,15 +746,8 @@ nvfp4_status_t nvfp4_grouped_gemm_packed_workspace_size(const nvfp4_tensor_t* a,
                                                         const nvfp4_tensor_t* offsets, const nvfp4_tensor_t* alphas,
                                                         const nvfp4_tensor_t* out, const nvfp4_exec_t* exec,
                                                         size_t* bytes) {
-  clear_error();
-  if (!bytes) return fail(NVFP4_ERROR_INVALID_VALUE, "grouped_gemm_packed_workspace_size: argument 'bytes' is NULL");
-  *bytes = 0;
-  Call c("grouped_gemm_packed");
-  PackedGroupedGemmProblem p;
-  TRY(build_packed(c, a, sfa, b, sfb, offsets, alphas, out, p));
-  if (p.G == 0 || p.total_M == 0 || p.N == 0) return c.check_aliasing();
-  return c.workspace_size(&BackendOps::grouped_gemm_packed, &BackendOps::grouped_gemm_packed_workspace, p, exec,
-                          bytes);
+  TRY(start_query("grouped_gemm_packed_workspace_size", bytes));
+  return packed_or_query(a, sfa, b, sfb, offsets, alphas, out, exec, bytes);
 }
 
 // x (K) / (rows, K) / (L, rows, K).
