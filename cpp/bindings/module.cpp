@@ -255,7 +255,9 @@ NB_MODULE(_nvfp4_ext, m) {
     return bytes;
   });
 
-  m.def("quantize", [](InArray x, OutArray q, OutArray sf, const std::string& layout, OutArray global_scale,
+  // global_scale is read-only when given (a caller's array may be read-only); when
+  // compute_global_scale is set it is an array the Python layer just allocated.
+  m.def("quantize", [](InArray x, OutArray q, OutArray sf, const std::string& layout, InArray global_scale,
                        bool compute_global_scale, uintptr_t stream, const std::string& backend) {
     nvfp4_tensor_t tx = to_tensor(x, "x"), tq = to_tensor(q, "q"), tsf = to_tensor(sf, "sf"),
                    tg = to_tensor(global_scale, "global_scale");

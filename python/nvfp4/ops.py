@@ -4,7 +4,7 @@ framework, resolve the stream, call libnvfp4 (which validates everything)."""
 from __future__ import annotations
 
 from . import _nvfp4_ext as _ext
-from ._arrays import Context, as_bytes, host_float, permute, scalar
+from ._arrays import Context, as_bytes, dlpack_device, host_float, permute, scalar
 
 __all__ = [
     "gemv", "gemm", "dual_gemm", "grouped_gemm", "grouped_gemm_packed",
@@ -137,7 +137,8 @@ def quantize(x, *, global_scale=None, sf_layout="linear", stream=None, backend="
 
     q: packed e2m1 uint8 (..., K/2); sf: e4m3 scale bytes, linear (..., K/16) or blocked
     ((L,) bytes); global_scale: a 1-element float32 array (decode scale, amax/(6·448) when
-    not given)."""
+    not given). A given global_scale may be a float or a 1-element float32 array; an array on
+    x's device is used as is (no copy) and returned."""
     ctx = Context(x, "quantize")
     sx = _shape(x)
     lead = None
@@ -154,7 +155,12 @@ def quantize(x, *, global_scale=None, sf_layout="linear", stream=None, backend="
     else:
         sf = ctx.empty(sx[:-1] + (k // 16,) if sx else (0,), "uint8")
     compute = global_scale is None
-    gs = ctx.full1(1.0 if compute else host_float(global_scale, "global_scale"))
+    if compute:
+        gs = ctx.empty((1,), "float32")       # written by the op (amax / (6·448))
+    elif hasattr(global_scale, "__dlpack_device__") and dlpack_device(global_scale) == dlpack_device(x):
+        gs = global_scale                     # used in place: no host->device copy, graph-capturable
+    else:
+        gs = ctx.full1(host_float(global_scale, "global_scale"))
     handle = ctx.stream(stream)
     ctx.before(x)
     _ext.quantize(x, q, sf, sf_layout, gs, compute, handle, backend)
