@@ -220,3 +220,17 @@ def test_gpumode_dual_and_grouped(sf_layout):
         assert o is gc
         want = nvfp4.gemm(*(x[:, :, 0].cpu().numpy() for x in (ga, gsa, gb, gsb)), out_dtype="float32")
         _close(gc[:, :, 0].cpu().numpy(), want)
+
+
+def test_quantize_with_device_global_scale_is_graph_capturable():
+    torch = pytest.importorskip("torch")
+    x = torch.randn(256, 4096, device="cuda")
+    q, s, g = nvfp4.quantize(x)
+    q2, s2, g2 = nvfp4.quantize(x, global_scale=g)   # device array: used in place, no copy
+    assert g2 is g and torch.equal(q, q2) and torch.equal(s, s2)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        q3, s3, _ = nvfp4.quantize(x, global_scale=g)
+    graph.replay()
+    torch.cuda.synchronize()
+    assert torch.equal(q3, q) and torch.equal(s3, s)
