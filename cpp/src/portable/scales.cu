@@ -107,6 +107,97 @@ __global__ void __launch_bounds__(kThreads) unswizzle_kernel(const SwizzleArgs a
   }
 }
 
+// ---------------------------------------------------------------------------
+// 16-byte-aligned operands: one CTA per (128-row block, 8 tiles along K) stages the
+// 4 KB of blocked tiles in shared memory, so both sides move 16-byte pieces: the
+// blocked side as whole 16-byte chunks, the linear side as 16-byte row segments (two
+// per row). The per-chunk kernels above move the linear side 4 bytes per row.
+// ---------------------------------------------------------------------------
+constexpr int kTilesPerCta = 8;  // 8 tiles x 4 columns = 32 scale columns per row
+
+struct StagedArgs {
+  SwizzleArgs a;
+  int64_t tiles_k = 0;
+  int64_t cta_groups_k = 0;  // ceil(tiles_k / 8)
+};
+
+// The CTA's 128-row block, its first tile along K, and thread t's linear piece.
+struct StagedCoord {
+  int64_t l, rb, cb0;
+  int row;   // 0..127 within the row block
+  int seg;   // 16-byte half of the CTA's 32 columns
+  __device__ int64_t col0() const { return cb0 * 4 + seg * 16; }
+};
+
+__device__ __forceinline__ StagedCoord staged_coord(const StagedArgs& s) {
+  StagedCoord c;
+  c.l = s.a.batch0 + blockIdx.y;
+  c.rb = int64_t(blockIdx.x) / s.cta_groups_k;
+  c.cb0 = (int64_t(blockIdx.x) - c.rb * s.cta_groups_k) * kTilesPerCta;
+  c.row = threadIdx.x >> 1;
+  c.seg = threadIdx.x & 1;
+  return c;
+}
+
+// Byte offset in the staged 8-tile block of (row within block, column within the 32).
+__device__ __forceinline__ int staged_offset(int row, int col) {
+  return (col >> 2) * 512 + (row & 31) * 16 + (row >> 5) * 4 + (col & 3);
+}
+
+__global__ void __launch_bounds__(kThreads) unswizzle_staged_kernel(const StagedArgs s) {
+  __shared__ __align__(16) uint8_t tile[kTilesPerCta * 512];
+  const SwizzleArgs& a = s.a;
+  const StagedCoord c = staged_coord(s);
+  // blocked -> smem: chunk t of the CTA's tiles (tiles beyond tiles_k are never read)
+  if (c.cb0 + threadIdx.x / 32 < s.tiles_k) {
+    const int64_t chunk = (c.rb * s.tiles_k + c.cb0) * 32 + threadIdx.x;
+    reinterpret_cast<uint4*>(tile)[threadIdx.x] =
+        __ldg(reinterpret_cast<const uint4*>(a.src + c.l * a.blk_bs + chunk * 16));
+  }
+  __syncthreads();
+  const int64_t r = c.rb * 128 + c.row;
+  const int64_t col0 = c.col0();
+  if (r >= a.rows || col0 >= a.cols) return;
+  uint8_t b[16];
+#pragma unroll
+  for (int j = 0; j < 16; ++j) b[j] = tile[staged_offset(c.row, c.seg * 16 + j)];
+  uint8_t* out = a.dst + c.l * a.lin_bs + r * a.lin_rs + col0;
+  if (col0 + 16 <= a.cols) {
+    uint4 v;
+    memcpy(&v, b, 16);
+    *reinterpret_cast<uint4*>(out) = v;
+  } else {
+    for (int j = 0; j < 16 && col0 + j < a.cols; ++j) out[j] = b[j];
+  }
+}
+
+__global__ void __launch_bounds__(kThreads) swizzle_staged_kernel(const StagedArgs s) {
+  __shared__ __align__(16) uint8_t tile[kTilesPerCta * 512];
+  const SwizzleArgs& a = s.a;
+  const StagedCoord c = staged_coord(s);
+  // linear -> smem, zeros for padding rows / columns
+  const int64_t r = c.rb * 128 + c.row;
+  const int64_t col0 = c.col0();
+  uint8_t b[16] = {};
+  if (r < a.rows && col0 < a.cols) {
+    const uint8_t* in = a.src + c.l * a.lin_bs + r * a.lin_rs + col0;
+    if (col0 + 16 <= a.cols) {
+      const uint4 v = __ldg(reinterpret_cast<const uint4*>(in));
+      memcpy(b, &v, 16);
+    } else {
+      for (int j = 0; j < 16 && col0 + j < a.cols; ++j) b[j] = in[j];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < 16; ++j) tile[staged_offset(c.row, c.seg * 16 + j)] = b[j];
+  __syncthreads();
+  // smem -> blocked: chunk t of the CTA's tiles
+  if (c.cb0 + threadIdx.x / 32 < s.tiles_k) {
+    const int64_t chunk = (c.rb * s.tiles_k + c.cb0) * 32 + threadIdx.x;
+    *reinterpret_cast<uint4*>(a.dst + c.l * a.blk_bs + chunk * 16) = reinterpret_cast<const uint4*>(tile)[threadIdx.x];
+  }
+}
+
 nvfp4_status_t launch(const SwizzleProblem& p, const Exec& exec, bool to_blocked) {
   if (p.L == 0 || p.rows == 0 || p.K < kSfVec) return NVFP4_SUCCESS;
   SwizzleArgs a;
@@ -129,6 +220,24 @@ nvfp4_status_t launch(const SwizzleProblem& p, const Exec& exec, bool to_blocked
   a.lin_vec4 = aligned_to(lin, 4, a.lin_rs, a.lin_bs);
   a.blk_vec16 = aligned_to(blk, 16, a.blk_bs);
   cudaStream_t stream = cuda_stream(exec);
+  if (a.blk_vec16 && aligned_to(lin, 16, a.lin_rs, a.lin_bs)) {
+    StagedArgs st;
+    st.tiles_k = tiles_k;
+    st.cta_groups_k = ceil_div(tiles_k, kTilesPerCta);
+    const int64_t ctas = blocked_sf_rows(p.rows) / 128 * st.cta_groups_k;
+    if (ctas <= kMaxGridX) {
+      for (int64_t l0 = 0; l0 < p.L; l0 += kMaxGridY) {
+        a.batch0 = l0;
+        st.a = a;
+        const dim3 grid(static_cast<unsigned>(ctas),
+                        static_cast<unsigned>(p.L - l0 < kMaxGridY ? p.L - l0 : kMaxGridY));
+        if (to_blocked) swizzle_staged_kernel<<<grid, kThreads, 0, stream>>>(st);
+        else unswizzle_staged_kernel<<<grid, kThreads, 0, stream>>>(st);
+        NVFP4_CHECK_LAUNCH();
+      }
+      return NVFP4_SUCCESS;
+    }
+  }
   const unsigned grid_x = static_cast<unsigned>(ceil_div(a.chunks, kThreads));
   for (int64_t l0 = 0; l0 < p.L; l0 += kMaxGridY) {  // gridDim.y <= 65535
     a.batch0 = l0;
