@@ -65,6 +65,23 @@ struct BlockScaledGemm {
   using Gemm = cutlass::gemm::device::GemmUniversalAdapter<Kernel>;
 };
 
+// Initializes and launches a CUTLASS GEMM kernel (dense or grouped), every status checked.
+template <class Gemm>
+nvfp4_status_t run_cutlass_gemm(const typename Gemm::Arguments& args, void* workspace, cudaStream_t stream,
+                                const char* what) {
+  Gemm gemm;
+  cutlass::Status st = gemm.initialize(args, workspace, stream);
+  if (st != cutlass::Status::kSuccess)
+    return fail(NVFP4_ERROR_CUDA, "%s: CUTLASS initialize failed: %s (%s)", what, cutlassGetStatusString(st),
+                cudaGetErrorString(cudaGetLastError()));
+  st = gemm.run(stream);
+  if (st != cutlass::Status::kSuccess)
+    return fail(NVFP4_ERROR_CUDA, "%s: CUTLASS launch failed: %s (%s)", what, cutlassGetStatusString(st),
+                cudaGetErrorString(cudaGetLastError()));
+  NVFP4_CHECK_LAUNCH();
+  return NVFP4_SUCCESS;
+}
+
 // Argument building and launch for one BlockScaledGemm instantiation.
 template <class Config>
 struct DenseGemmRunner {
@@ -165,18 +182,8 @@ struct DenseGemmRunner {
   template <class Customize>
   static nvfp4_status_t run(const DenseGemmArgs& g, Customize&& customize, void* workspace, cudaStream_t stream,
                             const char* what) {
-    Arguments args = make_arguments(g, customize, /*reference_scale_layouts=*/false);
-    Gemm gemm;
-    cutlass::Status st = gemm.initialize(args, workspace, stream);
-    if (st != cutlass::Status::kSuccess)
-      return fail(NVFP4_ERROR_CUDA, "%s: CUTLASS initialize failed: %s (%s)", what, cutlassGetStatusString(st),
-                  cudaGetErrorString(cudaGetLastError()));
-    st = gemm.run(stream);
-    if (st != cutlass::Status::kSuccess)
-      return fail(NVFP4_ERROR_CUDA, "%s: CUTLASS launch failed: %s (%s)", what, cutlassGetStatusString(st),
-                  cudaGetErrorString(cudaGetLastError()));
-    NVFP4_CHECK_LAUNCH();
-    return NVFP4_SUCCESS;
+    return run_cutlass_gemm<Gemm>(make_arguments(g, customize, /*reference_scale_layouts=*/false), workspace,
+                                  stream, what);
   }
 };
 

@@ -216,19 +216,8 @@ typename Gemm::Arguments make_arguments(int groups, const Tables& t, int out_bf1
 
 nvfp4_status_t run_gemm(const Tables& t, int groups, int out_bf16, const Exec& exec, void* cutlass_ws,
                         const char* what) {
-  typename Gemm::Arguments args = make_arguments(groups, t, out_bf16, exec.device, exec.sm_count);
-  Gemm gemm;
-  const cudaStream_t stream = cuda_stream(exec);
-  cutlass::Status st = gemm.initialize(args, cutlass_ws, stream);
-  if (st != cutlass::Status::kSuccess)
-    return fail(NVFP4_ERROR_CUDA, "%s: CUTLASS initialize failed: %s (%s)", what, cutlassGetStatusString(st),
-                cudaGetErrorString(cudaGetLastError()));
-  st = gemm.run(stream);
-  if (st != cutlass::Status::kSuccess)
-    return fail(NVFP4_ERROR_CUDA, "%s: CUTLASS launch failed: %s (%s)", what, cutlassGetStatusString(st),
-                cudaGetErrorString(cudaGetLastError()));
-  NVFP4_CHECK_LAUNCH();
-  return NVFP4_SUCCESS;
+  return run_cutlass_gemm<Gemm>(make_arguments(groups, t, out_bf16, exec.device, exec.sm_count), cutlass_ws,
+                                cuda_stream(exec), what);
 }
 
 const char* check_gemm(int groups, int device, int sm_count) {
