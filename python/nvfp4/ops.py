@@ -32,29 +32,35 @@ def _alloc(ctx: Context, out, shape, dtype):
     return ctx.empty(shape if shape is not None else (0,), dtype)
 
 
+def _launch(ctx: Context, stream, inputs, fn, *args, backend: str, scratch: bool = False):
+    """Runs binding fn(*args, stream_handle, backend) on the op's stream, after the inputs'
+    producers (JAX) and finished before returning where the framework needs it. With
+    `scratch`, the op may need a workspace: on a device its size is asked first (the
+    *_workspace_size query, fn(..., None, True)) and a buffer of that many bytes passed."""
+    handle = ctx.stream(stream)
+    ctx.before(*inputs)
+    if scratch:
+        workspace = None
+        if ctx.gpu:
+            nbytes = fn(*args, handle, backend, None, True)
+            workspace = ctx.empty((nbytes,), "uint8") if nbytes else None
+        fn(*args, handle, backend, workspace, False)
+    else:
+        fn(*args, handle, backend)
+    ctx.after(handle)
+
+
 def gemv(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", out=None, stream=None,
          backend="auto"):
     """c = alpha * A·b: a (M, K/2) or (L, M, K/2), b (K/2,) or (L, K/2) -> (M,) / (L, M)."""
     ctx = Context(a, "gemv")
-    sa, sb = _shape(a), _shape(b)
+    sa = _shape(a)
     shape = sa[:-1] if len(sa) in (2, 3) else None
     out = _alloc(ctx, out, shape, _out_dtype(out_dtype, "gemv"))
     av, aa = scalar(alpha, "alpha")
-    handle = ctx.stream(stream)
-    ctx.before(a, sfa, b, sfb)
-    _ext.gemv(as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), av, aa, sf_layout, out, handle, backend)
-    ctx.after(handle)
+    _launch(ctx, stream, (a, sfa, b, sfb), _ext.gemv, as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), av, aa,
+            sf_layout, out, backend=backend)
     return out
-
-
-def _call_with_workspace(ctx: Context, fn, *args):
-    """Runs a binding whose op may need scratch: on a device, asks its size first (the
-    *_workspace_size query) and passes a buffer of that many bytes."""
-    workspace = None
-    if ctx.gpu:
-        nbytes = fn(*args, None, True)
-        workspace = ctx.empty((nbytes,), "uint8") if nbytes else None
-    fn(*args, workspace, False)
 
 
 def gemm(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", out=None, stream=None,
@@ -65,11 +71,8 @@ def gemm(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", 
     shape = sa[:-1] + sb[-2:-1] if len(sa) in (2, 3) and len(sb) >= 2 else None
     out = _alloc(ctx, out, shape, _out_dtype(out_dtype, "gemm"))
     av, aa = scalar(alpha, "alpha")
-    handle = ctx.stream(stream)
-    ctx.before(a, sfa, b, sfb)
-    _call_with_workspace(ctx, _ext.gemm, as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), av, aa, sf_layout,
-                         out, handle, backend)
-    ctx.after(handle)
+    _launch(ctx, stream, (a, sfa, b, sfb), _ext.gemm, as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb), av, aa,
+            sf_layout, out, backend=backend, scratch=True)
     return out
 
 
@@ -82,12 +85,9 @@ def dual_gemm(a, sfa, b1, sfb1, b2, sfb2, *, alpha1=1.0, alpha2=1.0, activation=
     out = _alloc(ctx, out, shape, _out_dtype(out_dtype, "dual_gemm"))
     a1v, a1a = scalar(alpha1, "alpha1")
     a2v, a2a = scalar(alpha2, "alpha2")
-    handle = ctx.stream(stream)
-    ctx.before(a, sfa, b1, sfb1, b2, sfb2)
-    _call_with_workspace(ctx, _ext.dual_gemm, as_bytes(a), as_bytes(sfa), as_bytes(b1), as_bytes(sfb1),
-                         as_bytes(b2), as_bytes(sfb2), a1v, a1a, a2v, a2a, activation, sf_layout, out, handle,
-                         backend)
-    ctx.after(handle)
+    _launch(ctx, stream, (a, sfa, b1, sfb1, b2, sfb2), _ext.dual_gemm, as_bytes(a), as_bytes(sfa), as_bytes(b1),
+            as_bytes(sfb1), as_bytes(b2), as_bytes(sfb2), a1v, a1a, a2v, a2a, activation, sf_layout, out,
+            backend=backend, scratch=True)
     return out
 
 
@@ -107,12 +107,9 @@ def grouped_gemm(a_list, sfa_list, b_list, sfb_list, *, alphas=None, sf_layout="
             out.append(_alloc(ctx, None, shape, dtype))
     out = list(out)
     alpha_values = [] if alphas is None else [float(x) for x in alphas]
-    handle = ctx.stream(stream)
-    ctx.before(*a_list, *sfa_list, *b_list, *sfb_list)
-    _call_with_workspace(ctx, _ext.grouped_gemm, [as_bytes(x) for x in a_list], [as_bytes(x) for x in sfa_list],
-                         [as_bytes(x) for x in b_list], [as_bytes(x) for x in sfb_list], alpha_values, sf_layout,
-                         out, handle, backend)
-    ctx.after(handle)
+    _launch(ctx, stream, (*a_list, *sfa_list, *b_list, *sfb_list), _ext.grouped_gemm, [as_bytes(x) for x in a_list],
+            [as_bytes(x) for x in sfa_list], [as_bytes(x) for x in b_list], [as_bytes(x) for x in sfb_list],
+            alpha_values, sf_layout, out, backend=backend, scratch=True)
     return out
 
 
@@ -124,11 +121,8 @@ def grouped_gemm_packed(a, sfa, b, sfb, offsets, *, alphas=None, out_dtype="floa
     sa, sb = _shape(a), _shape(b)
     shape = (sa[0], sb[1]) if len(sa) == 2 and len(sb) == 3 else None
     out = _alloc(ctx, out, shape, _out_dtype(out_dtype, "grouped_gemm_packed"))
-    handle = ctx.stream(stream)
-    ctx.before(a, sfa, b, sfb, offsets)
-    _call_with_workspace(ctx, _ext.grouped_gemm_packed, as_bytes(a), as_bytes(sfa), as_bytes(b), as_bytes(sfb),
-                         offsets, alphas, out, handle, backend)
-    ctx.after(handle)
+    _launch(ctx, stream, (a, sfa, b, sfb, offsets), _ext.grouped_gemm_packed, as_bytes(a), as_bytes(sfa), as_bytes(b),
+            as_bytes(sfb), offsets, alphas, out, backend=backend, scratch=True)
     return out
 
 
@@ -161,10 +155,7 @@ def quantize(x, *, global_scale=None, sf_layout="linear", stream=None, backend="
         gs = global_scale                     # used in place: no host->device copy, graph-capturable
     else:
         gs = ctx.full1(host_float(global_scale, "global_scale"))
-    handle = ctx.stream(stream)
-    ctx.before(x)
-    _ext.quantize(x, q, sf, sf_layout, gs, compute, handle, backend)
-    ctx.after(handle)
+    _launch(ctx, stream, (x,), _ext.quantize, x, q, sf, sf_layout, gs, compute, backend=backend)
     if lead is not None:
         q = q.reshape(lead + _shape(q)[-2:])
         if sf_layout != "blocked":
@@ -180,10 +171,7 @@ def dequantize(q, sf, *, global_scale=1.0, sf_layout="linear", dtype="float32", 
     shape = sq[:-1] + (2 * sq[-1],) if sq else None
     out = _alloc(ctx, out, shape, _out_dtype(dtype, "dequantize", "dtype"))
     gv, ga = scalar(global_scale, "global_scale")
-    handle = ctx.stream(stream)
-    ctx.before(q, sf)
-    _ext.dequantize(as_bytes(q), as_bytes(sf), sf_layout, gv, ga, out, handle, backend)
-    ctx.after(handle)
+    _launch(ctx, stream, (q, sf), _ext.dequantize, as_bytes(q), as_bytes(sf), sf_layout, gv, ga, out, backend=backend)
     return out
 
 
@@ -197,10 +185,7 @@ def swizzle_scales(sf, *, out=None, stream=None, backend="auto"):
         n = _ext.blocked_scale_bytes(s[-2], 16 * s[-1])
         shape = (s[0], n) if len(s) == 3 else (n,)
     out = _alloc(ctx, out, shape, "uint8")
-    handle = ctx.stream(stream)
-    ctx.before(sf)
-    _ext.swizzle_scales(as_bytes(sf), out, handle, backend)
-    ctx.after(handle)
+    _launch(ctx, stream, (sf,), _ext.swizzle_scales, as_bytes(sf), out, backend=backend)
     return out
 
 
@@ -218,8 +203,5 @@ def unswizzle_scales(sf_blocked, rows, k, *, out=None, stream=None, backend="aut
         raise ValueError(f"unswizzle_scales: k must be a positive multiple of 16 (K elements), got {k}; rows >= 0")
     shape = (s[0], rows, k // 16) if len(s) == 2 else (rows, k // 16)
     out = _alloc(ctx, out, shape, "uint8")
-    handle = ctx.stream(stream)
-    ctx.before(sf_blocked)
-    _ext.unswizzle_scales(sf_blocked, out, handle, backend)
-    ctx.after(handle)
+    _launch(ctx, stream, (sf_blocked,), _ext.unswizzle_scales, sf_blocked, out, backend=backend)
     return out
