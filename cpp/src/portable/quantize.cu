@@ -119,44 +119,60 @@ __device__ __forceinline__ void for_each_item(const ItemSpace& s, F&& f) {
 }
 
 // ---------------------------------------------------------------------------
-// Row-walking kernels (aligned operands, long rows)
+// Row-segment walking kernels (aligned operands, long rows)
 // ---------------------------------------------------------------------------
-// A CTA takes whole rows (grid-stride over the L * rows rows, coordinates carried
-// forward without division) and its threads walk each row in per-lane chunks,
-// kRowUnroll chunks in flight per thread: row addresses are computed once per row
-// and every warp access is contiguous. Used when a row has at least kThreads chunks.
-constexpr int kRowUnroll = 4;
-
+// Each row is cut into segments of S per-lane pieces (S = walker lanes x pieces in
+// flight per lane). "Walkers" (single warps, or whole CTAs) take segments in a grid
+// stride over the L * rows * segments space, coordinates carried forward without
+// division; their lanes take consecutive pieces, so every warp access is contiguous
+// and a segment's loads are all issued before its conversions. Whole rows per walker
+// left ~1.5 rows per warp at 8192 x 8192: a third of the warps idle for the last row.
 struct RowWalk {
   int64_t rows = 0;         // rows per batch walked
-  int64_t rows_total = 0;   // L * rows
-  int64_t step_l = 0, step_r = 0;  // gridDim.x rows as (batches, rows)
+  int64_t segs = 0;         // segments per row
+  int64_t total = 0;        // L * rows * segs
+  int64_t step_l = 0, step_r = 0, step_g = 0;  // one step = all walkers, as (batches, rows, segments)
   unsigned grid = 0;
+  int per_cta = 1;          // walkers per CTA: kThreads / 32 (its warps) or 1 (the CTA)
 };
 
-RowWalk make_row_walk(int64_t L, int64_t rows, int sm_count, int ctas_per_sm) {
+RowWalk make_row_walk(int64_t L, int64_t rows, int64_t segs, int sm_count, int ctas_per_sm, int per_cta) {
   RowWalk w;
   w.rows = rows;
-  w.rows_total = L * rows;
+  w.segs = segs;
+  w.total = L * rows * segs;
+  w.per_cta = per_cta;
   const int64_t resident = int64_t(sm_count > 0 ? sm_count : 1) * ctas_per_sm;
-  w.grid = static_cast<unsigned>(w.rows_total < resident ? w.rows_total : resident);
-  w.step_l = int64_t(w.grid) / rows;
-  w.step_r = int64_t(w.grid) - w.step_l * rows;
+  const int64_t needed = ceil_div(w.total, int64_t(per_cta));
+  w.grid = static_cast<unsigned>(needed < resident ? needed : resident);
+  const int64_t walkers = int64_t(w.grid) * per_cta;
+  const int64_t step_rows = walkers / segs;
+  w.step_g = walkers - step_rows * segs;
+  w.step_l = step_rows / rows;
+  w.step_r = step_rows - w.step_l * rows;
   return w;
 }
 
-// Calls f(l, r) for the rows of this CTA.
+// Calls f(l, r, g) for the row segments of this walker (the calling warp, or the CTA).
 template <class F>
-__device__ __forceinline__ void for_each_row(const RowWalk& w, F&& f) {
-  int64_t l = int64_t(blockIdx.x) / w.rows, r = int64_t(blockIdx.x) - l * w.rows;
-  for (int64_t row = blockIdx.x; row < w.rows_total; row += gridDim.x) {
-    f(l, r);
-    l += w.step_l;
+__device__ __forceinline__ void for_each_row_segment(const RowWalk& w, F&& f) {
+  const int64_t walker = int64_t(blockIdx.x) * w.per_cta + (w.per_cta > 1 ? int(threadIdx.x / 32) : 0);
+  const int64_t walkers = int64_t(gridDim.x) * w.per_cta;
+  const int64_t row0 = walker / w.segs;
+  int64_t g = walker - row0 * w.segs, l = row0 / w.rows, r = row0 - l * w.rows;
+  for (int64_t seg = walker; seg < w.total; seg += walkers) {
+    f(l, r, g);
+    g += w.step_g;  // g < segs, step_g < segs, r < rows, step_r < rows: single carries
+    if (g >= w.segs) {
+      g -= w.segs;
+      r += 1;
+    }
     r += w.step_r;
     if (r >= w.rows) {
       r -= w.rows;
       l += 1;
     }
+    l += w.step_l;
   }
 }
 
@@ -254,35 +270,61 @@ __global__ void __launch_bounds__(kThreads) quantize_kernel(const QuantizeArgs a
   });
 }
 
-// Aligned fp32 operands, long rows: each lane quantizes whole 16-element blocks (one
-// scale byte, 8 code bytes; 64 input bytes per lane). Measured on an H200 at 8192 x 8192:
-// 94% of the copy bandwidth against 78% for quantize_kernel; for fp16/bf16 inputs this
-// layout measured 68% (one block per lane) and 63% (two) against quantize_kernel's 71%,
-// so 16-bit inputs keep quantize_kernel. Same recipe, same bytes as
-// quantize_kernel. Blocked layouts also walk the zero padding rows and columns.
+// Aligned operands, long rows: each lane quantizes whole 16-element blocks (one
+// scale byte, 8 code bytes), kQuantRowsUnroll<T> blocks in flight per lane (their
+// loads are issued before any of them is converted), the blocks of one step W lanes
+// apart so every warp load covers contiguous memory. A row is walked by a warp
+// (W = 32) or by the whole CTA (W = kThreads). Same recipe, same bytes as
+// quantize_kernel; blocked layouts also walk the zero padding rows and columns.
+#ifndef NVFP4_QUANT_ROWS_UNROLL16
+#define NVFP4_QUANT_ROWS_UNROLL16 2
+#endif
+#ifndef NVFP4_QUANT_ROWS_UNROLL32
+#define NVFP4_QUANT_ROWS_UNROLL32 1
+#endif
+#ifndef NVFP4_QUANT_ROWS_WALKER
+#define NVFP4_QUANT_ROWS_WALKER 32
+#endif
 template <class T>
+constexpr int kQuantRowsUnroll = sizeof(T) == 4 ? NVFP4_QUANT_ROWS_UNROLL32 : NVFP4_QUANT_ROWS_UNROLL16;
+constexpr int kQuantRowsWalker = NVFP4_QUANT_ROWS_WALKER;
+
+template <class T, int W>
 __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeArgs a, const RowWalk walk) {
+  constexpr int U = kQuantRowsUnroll<T>;
+  constexpr int64_t S = int64_t(W) * U;  // blocks per segment
+  const int lane = threadIdx.x % W;
   float gs = *a.gs;
   if (a.gs_is_amax) gs = global_scale_from_amax(gs);
   const QuantScale qs = make_quant_scale(gs);
   const int64_t blocks = a.K / kSfVec;
-  for_each_row(walk, [&](int64_t l, int64_t r) {
+  for_each_row_segment(walk, [&](int64_t l, int64_t r, int64_t g) {
     uint8_t* sf_row = a.blocked ? a.sf + l * a.sf_bs : a.sf + l * a.sf_bs + r * a.sf_rs;
     auto sf_at = [&](int64_t c) -> uint8_t& { return sf_row[a.blocked ? blocked_sf_offset(r, c, a.K) : c]; };
+    const int64_t c0 = g * S + lane;
+    // blocked: the last segment also zeroes the padding columns (K/16 % 4 == 2)
+    if (a.blocked && g == walk.segs - 1 && lane < blocked_sf_cols(a.K) - blocks) sf_at(blocks + lane) = 0;
     if (r >= a.R) {  // blocked padding row: zero scales only
-      for (int64_t c = threadIdx.x; c < blocked_sf_cols(a.K); c += kThreads) sf_at(c) = 0;
+#pragma unroll
+      for (int u = 0; u < U; ++u)
+        if (c0 + u * W < blocks) sf_at(c0 + u * W) = 0;
       return;
     }
     const T* xrow = static_cast<const T*>(a.x) + l * a.x_bs + r * a.x_rs;
     uint8_t* qrow = a.q + l * a.q_bs + r * a.q_rs;
-    for (int64_t c = threadIdx.x; c < blocks; c += kThreads) {
-      Raw16<T> raw;
-      load_raw16<T, true>(xrow + c * kSfVec, raw);
-      uint2 q;
-      sf_at(c) = static_cast<uint8_t>(quantize_raw16(raw, qs, a.pack, q.x, q.y));
-      *reinterpret_cast<uint2*>(qrow + c * (kSfVec / 2)) = q;
+    Raw16<T> raw[U];
+#pragma unroll
+    for (int u = 0; u < U; ++u)
+      if (c0 + u * W < blocks) load_raw16<T, true>(xrow + (c0 + u * W) * kSfVec, raw[u]);
+#pragma unroll
+    for (int u = 0; u < U; ++u) {
+      const int64_t c = c0 + u * W;
+      if (c < blocks) {
+        uint2 q;
+        sf_at(c) = static_cast<uint8_t>(quantize_raw16(raw[u], qs, a.pack, q.x, q.y));
+        *reinterpret_cast<uint2*>(qrow + c * (kSfVec / 2)) = q;
+      }
     }
-    if (a.blocked && threadIdx.x < blocked_sf_cols(a.K) - blocks) sf_at(blocks + threadIdx.x) = 0;
   });
 }
 
@@ -328,11 +370,13 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
   a.gs = p.global_scale;
   a.gs_is_amax = p.compute_global_scale;
   bool launched = false;
-  if constexpr (kVec && sizeof(T) == 4) {
-    if (p.K / kSfVec >= kThreads) {
-      const RowWalk walk = make_row_walk(p.L, blocked ? blocked_sf_rows(p.rows) : p.rows, exec.sm_count,
-                                         resident_ctas_per_sm<quantize_rows_kernel<T>>());
-      quantize_rows_kernel<T><<<walk.grid, kThreads, 0, stream>>>(a, walk);
+  if constexpr (kVec && kQuantRowsUnroll<T> > 0) {
+    constexpr int W = kQuantRowsWalker;
+    if (p.K / kSfVec >= W * kQuantRowsUnroll<T>) {  // every lane has a block
+      const RowWalk walk = make_row_walk(p.L, blocked ? blocked_sf_rows(p.rows) : p.rows,
+                                         ceil_div(p.K / kSfVec, int64_t(W) * kQuantRowsUnroll<T>), exec.sm_count,
+                                         resident_ctas_per_sm<quantize_rows_kernel<T, W>>(), kThreads / W);
+      quantize_rows_kernel<T, W><<<walk.grid, kThreads, 0, stream>>>(a, walk);
       launched = true;
     }
   }
@@ -375,45 +419,93 @@ __device__ __forceinline__ float e2m1_scaled_bits(uint32_t nibble) {
   return __uint_as_float(((nibble & 7u) << 22) | ((nibble & 8u) << 28));
 }
 
-// Aligned operands: one item is the 16 output bytes of one lane (8 fp16/bf16 or 4 fp32
-// values), so every load and store instruction of a warp covers one contiguous span
-// (per-lane 32-element items left each store instruction half-filling 32 lines).
+// Aligned operands: a lane piece is E consecutive elements of a row: 16 output bytes
+// (dequantize_lane16_kernel: 8 fp16/bf16 or 4 fp32 values) or one whole 16-element
+// scale block (the row walker's default: one scale byte and an 8-byte code load per
+// piece). Consecutive lanes take consecutive pieces, so every load and store
+// instruction of a warp covers one contiguous span.
 template <class OT>
 constexpr int kDequantLaneElems = 16 / static_cast<int>(sizeof(OT));
-
-// Dequantizes one lane chunk (E = 16 bytes of output) from its packed word and scale.
+#ifndef NVFP4_DEQUANT_ROWS_ELEMS
+#define NVFP4_DEQUANT_ROWS_ELEMS 0
+#endif
+#ifndef NVFP4_DEQUANT_ROWS_WALKER
+#define NVFP4_DEQUANT_ROWS_WALKER 32
+#endif
+#ifndef NVFP4_DEQUANT_ROWS_UNROLL
+#define NVFP4_DEQUANT_ROWS_UNROLL 8
+#endif
 template <class OT>
-__device__ __forceinline__ void dequantize_chunk16(OT* dst, uint32_t w, float s, float gs) {
-  constexpr int E = kDequantLaneElems<OT>;
-  float v[E];
-#pragma unroll
-  for (int i = 0; i < E; ++i) {
-    // same operations as dequantize_unaligned_kernel: exact (e2m1 * e4m3), one rounding by gs
-    const float e = __fmul_rn(e2m1_scaled_bits(w >> (4 * i)), 0x1p126f);
-    v[i] = __fmul_rn(__fmul_rn(e, s), gs);
-  }
-  if constexpr (sizeof(OT) == 4) {
-    *reinterpret_cast<float4*>(dst) = make_float4(v[0], v[1], v[2], v[3]);
+constexpr int kDequantRowsElems = NVFP4_DEQUANT_ROWS_ELEMS > 0 ? NVFP4_DEQUANT_ROWS_ELEMS : kDequantLaneElems<OT>;
+
+// Packed codes of E elements (E/2 bytes, aligned to E/2): word i holds elements 8i..8i+7.
+template <int E>
+struct PackedPiece {
+  static constexpr int kWords = E >= 8 ? E / 8 : 1;
+  uint32_t w[kWords];
+};
+template <int E>
+__device__ __forceinline__ void load_packed(const uint8_t* qp, PackedPiece<E>& p) {
+  if constexpr (E == 4) {
+    p.w[0] = __ldg(reinterpret_cast<const uint16_t*>(qp));
+  } else if constexpr (E == 8) {
+    p.w[0] = __ldg(reinterpret_cast<const uint32_t*>(qp));
+  } else if constexpr (E == 16) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(qp));
+    p.w[0] = v.x;
+    p.w[1] = v.y;
   } else {
-    uint32_t h[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      if constexpr (std::is_same<OT, __half>::value) {
-        const __half2 t = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
-        h[j] = *reinterpret_cast<const uint32_t*>(&t);
-      } else {
-        const __nv_bfloat162 t = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
-        h[j] = *reinterpret_cast<const uint32_t*>(&t);
-      }
-    }
-    *reinterpret_cast<uint4*>(dst) = make_uint4(h[0], h[1], h[2], h[3]);
+    static_assert(E == 32, "piece of 4, 8, 16 or 32 elements");
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(qp));
+    p.w[0] = v.x; p.w[1] = v.y; p.w[2] = v.z; p.w[3] = v.w;
   }
 }
 
+#ifndef NVFP4_DEQUANT_STORE_CS
+#define NVFP4_DEQUANT_STORE_CS 0
+#endif
+// A 16-byte output store (optionally st.global.cs: streaming, evict-first).
 template <class OT>
-__device__ __forceinline__ uint32_t load_packed_chunk(const uint8_t* qp) {
-  return kDequantLaneElems<OT> == 8 ? __ldg(reinterpret_cast<const uint32_t*>(qp))
-                                    : uint32_t(__ldg(reinterpret_cast<const uint16_t*>(qp)));
+__device__ __forceinline__ void store_out16(OT* dst, uint4 v) {
+  if constexpr (NVFP4_DEQUANT_STORE_CS) {
+    __stcs(reinterpret_cast<uint4*>(dst), v);
+  } else {
+    *reinterpret_cast<uint4*>(dst) = v;
+  }
+}
+
+// Dequantizes E elements (all in one scale block when E <= 16) to dst (16-byte aligned).
+template <class OT, int E>
+__device__ __forceinline__ void dequantize_piece(OT* dst, const PackedPiece<E>& p, float s, float gs) {
+  constexpr int V = 16 / static_cast<int>(sizeof(OT));  // values per 16-byte store
+#pragma unroll
+  for (int v0 = 0; v0 < E; v0 += V) {
+    float v[V];
+#pragma unroll
+    for (int i = 0; i < V; ++i) {
+      const int k = v0 + i;
+      // same operations as dequantize_unaligned_kernel: exact (e2m1 * e4m3), one rounding by gs
+      const float e = __fmul_rn(e2m1_scaled_bits(p.w[k / 8] >> (4 * (k % 8))), 0x1p126f);
+      v[i] = __fmul_rn(__fmul_rn(e, s), gs);
+    }
+    if constexpr (sizeof(OT) == 4) {
+      store_out16(dst + v0, make_uint4(__float_as_uint(v[0]), __float_as_uint(v[1]), __float_as_uint(v[2]),
+                                       __float_as_uint(v[3])));
+    } else {
+      uint32_t h[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        if constexpr (std::is_same<OT, __half>::value) {
+          const __half2 t = __floats2half2_rn(v[2 * j], v[2 * j + 1]);
+          h[j] = *reinterpret_cast<const uint32_t*>(&t);
+        } else {
+          const __nv_bfloat162 t = __floats2bfloat162_rn(v[2 * j], v[2 * j + 1]);
+          h[j] = *reinterpret_cast<const uint32_t*>(&t);
+        }
+      }
+      store_out16(dst + v0, make_uint4(h[0], h[1], h[2], h[3]));
+    }
+  }
 }
 
 template <class OT>
@@ -422,36 +514,39 @@ __global__ void __launch_bounds__(kThreads) dequantize_lane16_kernel(const Dequa
   const float gs = read_alpha(a.gs);
   for_each_item(a.s, [&](int64_t l, int64_t r, uint32_t p) {
     const int64_t k0 = int64_t(p) * E;
-    const uint32_t w = load_packed_chunk<OT>(a.q + l * a.q_bs + r * a.q_rs + k0 / 2);
+    PackedPiece<E> w;
+    load_packed(a.q + l * a.q_bs + r * a.q_rs + k0 / 2, w);
     const float s = e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, k0 / kSfVec, a.K)]);
-    dequantize_chunk16(static_cast<OT*>(a.out) + l * a.o_bs + r * a.o_rs + k0, w, s, gs);
+    dequantize_piece<OT, E>(static_cast<OT*>(a.out) + l * a.o_bs + r * a.o_rs + k0, w, s, gs);
   });
 }
 
-template <class OT>
+// Row segments walked by W lanes, U pieces of E elements in flight per lane.
+template <class OT, int W>
 __global__ void __launch_bounds__(kThreads) dequantize_rows_kernel(const DequantizeArgs a, const RowWalk walk) {
-  constexpr int E = kDequantLaneElems<OT>;
+  constexpr int E = kDequantRowsElems<OT>, U = NVFP4_DEQUANT_ROWS_UNROLL;
+  constexpr int64_t S = int64_t(W) * U;  // pieces per segment
+  const int lane = threadIdx.x % W;
   const float gs = read_alpha(a.gs);
-  const int64_t chunks = a.K / E;
-  for_each_row(walk, [&](int64_t l, int64_t r) {
+  const int64_t pieces = a.K / E;
+  for_each_row_segment(walk, [&](int64_t l, int64_t r, int64_t g) {
     const uint8_t* qrow = a.q + l * a.q_bs + r * a.q_rs;
     OT* orow = static_cast<OT*>(a.out) + l * a.o_bs + r * a.o_rs;
-    for (int64_t c0 = threadIdx.x; c0 < chunks; c0 += kThreads * kRowUnroll) {
-      uint32_t w[kRowUnroll];
-      float s[kRowUnroll];
+    const int64_t c0 = g * S + lane;
+    PackedPiece<E> w[U];
+    float s[U];
 #pragma unroll
-      for (int u = 0; u < kRowUnroll; ++u) {
-        const int64_t c = c0 + int64_t(u) * kThreads;
-        if (c < chunks) {
-          w[u] = load_packed_chunk<OT>(qrow + c * (E / 2));
-          s[u] = e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, c * E / kSfVec, a.K)]);
-        }
+    for (int u = 0; u < U; ++u) {
+      const int64_t c = c0 + int64_t(u) * W;
+      if (c < pieces) {
+        load_packed(qrow + c * (E / 2), w[u]);
+        s[u] = e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, c * E / kSfVec, a.K)]);
       }
+    }
 #pragma unroll
-      for (int u = 0; u < kRowUnroll; ++u) {
-        const int64_t c = c0 + int64_t(u) * kThreads;
-        if (c < chunks) dequantize_chunk16(orow + c * E, w[u], s[u], gs);
-      }
+    for (int u = 0; u < U; ++u) {
+      const int64_t c = c0 + int64_t(u) * W;
+      if (c < pieces) dequantize_piece<OT, E>(orow + c * E, w[u], s[u], gs);
     }
   });
 }
@@ -496,9 +591,11 @@ nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& e
   a.out = p.out;
   a.o_rs = p.out_row_stride;
   a.o_bs = p.out_batch_stride;
-  if (kVec && p.K / kDequantLaneElems<OT> >= kThreads) {
-    const RowWalk walk = make_row_walk(p.L, p.rows, exec.sm_count, resident_ctas_per_sm<dequantize_rows_kernel<OT>>());
-    dequantize_rows_kernel<OT><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
+  constexpr int W = NVFP4_DEQUANT_ROWS_WALKER;
+  if (kVec && p.K / kDequantRowsElems<OT> >= W * NVFP4_DEQUANT_ROWS_UNROLL) {  // every lane has a piece
+    const RowWalk walk = make_row_walk(p.L, p.rows, ceil_div(p.K / kDequantRowsElems<OT>, int64_t(W) * NVFP4_DEQUANT_ROWS_UNROLL),
+                                       exec.sm_count, resident_ctas_per_sm<dequantize_rows_kernel<OT, W>>(), kThreads / W);
+    dequantize_rows_kernel<OT, W><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
     NVFP4_CHECK_LAUNCH();
     return NVFP4_SUCCESS;
   }

@@ -108,93 +108,121 @@ __global__ void __launch_bounds__(kThreads) unswizzle_kernel(const SwizzleArgs a
 }
 
 // ---------------------------------------------------------------------------
-// 16-byte-aligned operands: one CTA per (128-row block, 8 tiles along K) stages the
-// 4 KB of blocked tiles in shared memory, so both sides move 16-byte pieces: the
-// blocked side as whole 16-byte chunks, the linear side as 16-byte row segments (two
-// per row). The per-chunk kernels above move the linear side 4 bytes per row.
+// 16-byte-aligned operands: one CTA per (128-row block, 16 tiles along K) stages the
+// 8 KB of blocked tiles in shared memory, so both sides move 16-byte pieces: the
+// blocked side as whole 16-byte chunks, the linear side as 16-byte row segments
+// (four per row, four consecutive lanes per 64-byte row piece). Both layouts keep the
+// 4 columns of one row inside one tile as one little-endian 32-bit word, so the
+// transposition moves whole words: word (row, tile) of the CTA lives at shared word
+// tile * 128 + (row % 32) * 4 + row / 32, i.e. exactly the blocked order (chunk c of
+// the CTA = shared words 4c .. 4c+3).
 // ---------------------------------------------------------------------------
-constexpr int kTilesPerCta = 8;  // 8 tiles x 4 columns = 32 scale columns per row
+constexpr int kTilesPerCta = 16;                   // 64 scale columns per row
+constexpr int kSegsPerRow = kTilesPerCta / 4;      // 16-byte linear segments per row
+constexpr int kStagedPasses = 128 * kSegsPerRow / kThreads;  // segments per thread
+constexpr int kStagedChunks = kTilesPerCta * 32 / kThreads;  // blocked chunks per thread
 
 struct StagedArgs {
   SwizzleArgs a;
   int64_t tiles_k = 0;
-  int64_t cta_groups_k = 0;  // ceil(tiles_k / 8)
+  int64_t cta_groups_k = 0;  // ceil(tiles_k / kTilesPerCta)
 };
 
-// The CTA's 128-row block, its first tile along K, and thread t's linear piece.
-struct StagedCoord {
-  int64_t l, rb, cb0;
-  int row;   // 0..127 within the row block
-  int seg;   // 16-byte half of the CTA's 32 columns
-  __device__ int64_t col0() const { return cb0 * 4 + seg * 16; }
+struct StagedCta {
+  int64_t l, rb, cb0;  // batch, 128-row block, first tile along K
 };
 
-__device__ __forceinline__ StagedCoord staged_coord(const StagedArgs& s) {
-  StagedCoord c;
+__device__ __forceinline__ StagedCta staged_cta(const StagedArgs& s) {
+  StagedCta c;
   c.l = s.a.batch0 + blockIdx.y;
   c.rb = int64_t(blockIdx.x) / s.cta_groups_k;
   c.cb0 = (int64_t(blockIdx.x) - c.rb * s.cta_groups_k) * kTilesPerCta;
-  c.row = threadIdx.x >> 1;
-  c.seg = threadIdx.x & 1;
   return c;
 }
 
-// Byte offset in the staged 8-tile block of (row within block, column within the 32).
-__device__ __forceinline__ int staged_offset(int row, int col) {
-  return (col >> 2) * 512 + (row & 31) * 16 + (row >> 5) * 4 + (col & 3);
-}
+// Linear segment `pass` of this thread: row within the block and 16-byte segment.
+__device__ __forceinline__ int staged_row(int pass) { return pass * (kThreads / kSegsPerRow) + threadIdx.x / kSegsPerRow; }
+__device__ __forceinline__ int staged_seg() { return threadIdx.x % kSegsPerRow; }
+__device__ __forceinline__ int staged_word(int row, int tile) { return tile * 128 + (row & 31) * 4 + (row >> 5); }
 
 __global__ void __launch_bounds__(kThreads) unswizzle_staged_kernel(const StagedArgs s) {
-  __shared__ __align__(16) uint8_t tile[kTilesPerCta * 512];
+  __shared__ __align__(16) uint32_t words[kTilesPerCta * 128];
   const SwizzleArgs& a = s.a;
-  const StagedCoord c = staged_coord(s);
-  // blocked -> smem: chunk t of the CTA's tiles (tiles beyond tiles_k are never read)
-  if (c.cb0 + threadIdx.x / 32 < s.tiles_k) {
-    const int64_t chunk = (c.rb * s.tiles_k + c.cb0) * 32 + threadIdx.x;
-    reinterpret_cast<uint4*>(tile)[threadIdx.x] =
-        __ldg(reinterpret_cast<const uint4*>(a.src + c.l * a.blk_bs + chunk * 16));
+  const StagedCta c = staged_cta(s);
+  // blocked -> smem (tiles beyond tiles_k are never read)
+  const uint8_t* blk = a.src + c.l * a.blk_bs + (c.rb * s.tiles_k + c.cb0) * 512;
+  uint4 v[kStagedChunks];
+#pragma unroll
+  for (int i = 0; i < kStagedChunks; ++i) {
+    const int chunk = i * kThreads + threadIdx.x;
+    if (c.cb0 + chunk / 32 < s.tiles_k) v[i] = __ldg(reinterpret_cast<const uint4*>(blk) + chunk);
+  }
+#pragma unroll
+  for (int i = 0; i < kStagedChunks; ++i) {
+    const int chunk = i * kThreads + threadIdx.x;
+    if (c.cb0 + chunk / 32 < s.tiles_k) reinterpret_cast<uint4*>(words)[chunk] = v[i];
   }
   __syncthreads();
-  const int64_t r = c.rb * 128 + c.row;
-  const int64_t col0 = c.col0();
-  if (r >= a.rows || col0 >= a.cols) return;
-  uint8_t b[16];
+  const int seg = staged_seg();
+  const int64_t col0 = c.cb0 * 4 + seg * 16;
+  if (col0 >= a.cols) return;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) b[j] = tile[staged_offset(c.row, c.seg * 16 + j)];
-  uint8_t* out = a.dst + c.l * a.lin_bs + r * a.lin_rs + col0;
-  if (col0 + 16 <= a.cols) {
-    uint4 v;
-    memcpy(&v, b, 16);
-    *reinterpret_cast<uint4*>(out) = v;
-  } else {
-    for (int j = 0; j < 16 && col0 + j < a.cols; ++j) out[j] = b[j];
+  for (int pass = 0; pass < kStagedPasses; ++pass) {
+    const int row = staged_row(pass);
+    const int64_t r = c.rb * 128 + row;
+    if (r >= a.rows) break;  // rows grow with pass
+    const uint4 out = make_uint4(words[staged_word(row, seg * 4 + 0)], words[staged_word(row, seg * 4 + 1)],
+                                 words[staged_word(row, seg * 4 + 2)], words[staged_word(row, seg * 4 + 3)]);
+    uint8_t* dst = a.dst + c.l * a.lin_bs + r * a.lin_rs + col0;
+    if (col0 + 16 <= a.cols) {
+      *reinterpret_cast<uint4*>(dst) = out;
+    } else {
+      uint8_t b[16];
+      memcpy(b, &out, 16);
+      for (int j = 0; j < 16 && col0 + j < a.cols; ++j) dst[j] = b[j];
+    }
   }
 }
 
 __global__ void __launch_bounds__(kThreads) swizzle_staged_kernel(const StagedArgs s) {
-  __shared__ __align__(16) uint8_t tile[kTilesPerCta * 512];
+  __shared__ __align__(16) uint32_t words[kTilesPerCta * 128];
   const SwizzleArgs& a = s.a;
-  const StagedCoord c = staged_coord(s);
-  // linear -> smem, zeros for padding rows / columns
-  const int64_t r = c.rb * 128 + c.row;
-  const int64_t col0 = c.col0();
-  uint8_t b[16] = {};
-  if (r < a.rows && col0 < a.cols) {
-    const uint8_t* in = a.src + c.l * a.lin_bs + r * a.lin_rs + col0;
-    if (col0 + 16 <= a.cols) {
-      const uint4 v = __ldg(reinterpret_cast<const uint4*>(in));
-      memcpy(b, &v, 16);
-    } else {
-      for (int j = 0; j < 16 && col0 + j < a.cols; ++j) b[j] = in[j];
+  const StagedCta c = staged_cta(s);
+  // linear -> registers (all loads first), zeros for padding rows / columns
+  const int seg = staged_seg();
+  const int64_t col0 = c.cb0 * 4 + seg * 16;
+  uint4 v[kStagedPasses];
+#pragma unroll
+  for (int pass = 0; pass < kStagedPasses; ++pass) {
+    const int64_t r = c.rb * 128 + staged_row(pass);
+    v[pass] = make_uint4(0u, 0u, 0u, 0u);
+    if (r < a.rows && col0 < a.cols) {
+      const uint8_t* src = a.src + c.l * a.lin_bs + r * a.lin_rs + col0;
+      if (col0 + 16 <= a.cols) {
+        v[pass] = __ldg(reinterpret_cast<const uint4*>(src));
+      } else {
+        uint8_t b[16] = {};
+        for (int j = 0; j < 16 && col0 + j < a.cols; ++j) b[j] = src[j];
+        memcpy(&v[pass], b, 16);
+      }
     }
   }
 #pragma unroll
-  for (int j = 0; j < 16; ++j) tile[staged_offset(c.row, c.seg * 16 + j)] = b[j];
+  for (int pass = 0; pass < kStagedPasses; ++pass) {
+    const int row = staged_row(pass);
+    words[staged_word(row, seg * 4 + 0)] = v[pass].x;
+    words[staged_word(row, seg * 4 + 1)] = v[pass].y;
+    words[staged_word(row, seg * 4 + 2)] = v[pass].z;
+    words[staged_word(row, seg * 4 + 3)] = v[pass].w;
+  }
   __syncthreads();
-  // smem -> blocked: chunk t of the CTA's tiles
-  if (c.cb0 + threadIdx.x / 32 < s.tiles_k) {
-    const int64_t chunk = (c.rb * s.tiles_k + c.cb0) * 32 + threadIdx.x;
-    *reinterpret_cast<uint4*>(a.dst + c.l * a.blk_bs + chunk * 16) = reinterpret_cast<const uint4*>(tile)[threadIdx.x];
+  // smem -> blocked
+  uint8_t* blk = a.dst + c.l * a.blk_bs + (c.rb * s.tiles_k + c.cb0) * 512;
+#pragma unroll
+  for (int i = 0; i < kStagedChunks; ++i) {
+    const int chunk = i * kThreads + threadIdx.x;
+    if (c.cb0 + chunk / 32 < s.tiles_k)
+      reinterpret_cast<uint4*>(blk)[chunk] = reinterpret_cast<const uint4*>(words)[chunk];
   }
 }
 
