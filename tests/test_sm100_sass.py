@@ -139,10 +139,10 @@ def _split_functions(text):
 # ---------------------------------------------------------------------------
 # Mangled-name markers of each sm100a kernel (one instantiation each).
 KERNELS = {
-    "gemm_1sm": lambda n: "SM100_MMA_MXF4_SS" in n and "StreamKScheduler" in n and "DualGluNode" not in n
-    and "GroupProblemShape" not in n,
+    "gemm_1sm": lambda n: "SM100_MMA_MXF4_SS" in n and "StreamKScheduler" in n and "GroupProblemShape" not in n,
     "gemm_2sm": lambda n: "SM100_MMA_MXF4_2x1SM_SS" in n and "GroupProblemShape" not in n,
-    "dual_gemm": lambda n: "DualGluNode" in n and "SM100_MMA_MXF4" in n,
+    # our kernel (dual_kernel.cuh) built from CUTLASS's 1-SM collective types
+    "dual_gemm": lambda n: "5sm100" in n and "dual_gemm_kernel" in n,
     "grouped_gemm": lambda n: "GroupProblemShape" in n and "SM100_MMA_MXF4" in n,
     "gemv": lambda n: "5sm100" in n and "gemv_kernel" in n,
 }
@@ -191,6 +191,25 @@ def test_tensor_core_kernel_sass(sm100_sass, which):
     assert not re.search(r"\bUTC[HQ]MMA\b", ops), f"{which}: unexpected non-FP4 MMA kind"
 
 
+def test_dual_gemm_two_mmas_per_k_block(sm100_sass):
+    """One A tile, two accumulators: the dual kernel uses the 1-SM GEMM's MMA tile
+    (128x128x256: 4 k-blocks of 64 FP4 elements per stage) and must issue exactly twice
+    its tcgen05.mma count -- one MMA into each accumulator per k-block -- while loading
+    A once (3 TMA loads of data: A, B1, B2; 3 of scales: SFA, SFB1, SFB2)."""
+    dual = _instructions(_kernel(sm100_sass, "dual_gemm"))
+    stock = _instructions(_kernel(sm100_sass, "gemm_1sm"))
+    n_dual = sum(op.startswith("UTCOMMA") for op in dual)
+    n_stock = sum(op.startswith("UTCOMMA") for op in stock)
+    assert n_stock >= 4, f"gemm_1sm: {n_stock} UTCOMMA"
+    assert n_dual == 2 * n_stock and n_dual >= 8, f"dual: {n_dual} UTCOMMA, 1-SM GEMM: {n_stock}"
+    # scale factors of A, B1 and B2 copied to tensor memory every stage
+    n_utccp = sum(op.startswith("UTCCP") for op in dual)
+    assert n_utccp >= 3 and n_utccp % 3 == 0, f"dual: {n_utccp} UTCCP"
+    n_tma = sum(op.startswith("UTMALDG") for op in dual)
+    assert n_tma == 6, f"dual: {n_tma} TMA loads (A, B1, B2, SFA, SFB1, SFB2 once each per stage)"
+    assert not any(op in ("LDL", "STL") or op.startswith(("LDL.", "STL.")) for op in dual), "dual: register spills"
+
+
 def test_gemv_sass(sm100_sass):
     sass = _kernels_matching(sm100_sass, "gemv")
     assert len(sass) == 4, f"expected 4 gemv instantiations (linear/blocked x 1/4 rows), got {len(sass)}"
@@ -208,8 +227,7 @@ def _kernels_matching(sm100_sass, which):
 
 def test_prep_kernels_present_and_spill_free(sm100_sass):
     """The small kernels that build the CUTLASS arguments in the workspace."""
-    for marker in ("swizzle_scales_kernel", "interleave_rows_kernel", "fill_list_tables", "fill_packed_tables",
-                   "swizzle_packed_sfa"):
+    for marker in ("swizzle_scales_kernel", "fill_list_tables", "fill_packed_tables", "swizzle_packed_sfa"):
         names = [n for n in sm100_sass if marker in n and "5sm100" in n]
         assert len(names) == 1, f"{marker}: {len(names)} sm100a instantiations"
         ops = " ".join(_instructions(sm100_sass[names[0]]))
@@ -217,9 +235,12 @@ def test_prep_kernels_present_and_spill_free(sm100_sass):
 
 
 def test_instantiation_count(sm100_sass):
-    """Compile time stays bounded: exactly 4 CUTLASS kernels in the sm100a backend."""
+    """Compile time stays bounded: exactly 3 CUTLASS GEMM kernels (1-SM, 2-SM, grouped)
+    and one dual kernel in the sm100a backend."""
     cutlass = [n for n in sm100_sass if "SM100_MMA_MXF4" in n]
-    assert len(cutlass) == 4, [n[:100] for n in cutlass]
+    assert len(cutlass) == 3, [n[:100] for n in cutlass]
+    dual = [n for n in sm100_sass if KERNELS["dual_gemm"](n)]
+    assert len(dual) == 1, dual
 
 
 # ---------------------------------------------------------------------------

@@ -7,11 +7,15 @@
 //     exactly at nvfp4::blocked_sf_offset (+ batch stride), including our batch-stride
 //     override (scale_layout.hpp), and spans exactly blocked_sf_bytes per batch;
 //  2. the scale preparation arithmetic of the kernels (scale_map.hpp: linear and
-//     blocked sources, the [b1;b2] row interleave of the dual GEMM, the packed MoE
-//     per-group swizzle with its device-side tile prefix and offset clamping) builds
-//     byte-for-byte the blocked tensors formats.h defines, padding zero;
+//     blocked sources, the packed MoE per-group swizzle with its device-side tile
+//     prefix and offset clamping) builds byte-for-byte the blocked tensors formats.h
+//     defines, padding zero;
 //  3. the workspace carving (plan.hpp): aligned, disjoint regions inside the size
-//     the query reports, for any base alignment; the support checks.
+//     the query reports, for any base alignment; the support checks;
+//  4. the dual GEMM kernel's host-side arguments (dual_config.hpp): the strides and
+//     scale layouts handed to CUTLASS's mainloop for (A, B1, SFA, SFB1) and
+//     (A, B2, SFA, SFB2), CUTLASS's can_implement on them, the per-stage TMA byte
+//     count and the shared-memory budget.
 // Prints "N passed, N failed".
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,6 +25,7 @@
 #include <random>
 #include <vector>
 
+#include "sm100/dual_config.hpp"
 #include "sm100/plan.hpp"
 #include "sm100/scale_layout.hpp"
 #include "sm100/scale_map.hpp"
@@ -145,43 +150,6 @@ static void test_swizzle(std::mt19937& rng) {
       }
 }
 
-// The dual GEMM's operand: row 2n of B' = b1 row n, row 2n+1 = b2 row n.
-static void test_interleave(std::mt19937& rng) {
-  for (int N : {1, 8, 64, 65, 200})
-    for (int K : {32, 96, 1056})
-      for (int L : {1, 2}) {
-        const int64_t kc = K / 16;
-        std::vector<uint8_t> s1(static_cast<size_t>(L * N * kc)), s2(s1.size());
-        for (auto& b : s1) b = static_cast<uint8_t>(rng() | 1u);
-        for (auto& b : s2) b = static_cast<uint8_t>(rng() | 1u);
-        std::vector<uint8_t> inter(static_cast<size_t>(L * 2 * N * kc));
-        for (int l = 0; l < L; ++l)
-          for (int n = 0; n < N; ++n)
-            for (int c = 0; c < kc; ++c) {
-              inter[(l * 2 * N + 2 * n) * kc + c] = s1[(l * N + n) * kc + c];
-              inter[(l * 2 * N + 2 * n + 1) * kc + c] = s2[(l * N + n) * kc + c];
-            }
-        const std::vector<uint8_t> want = reference_blocked(inter, 2 * N, K, L);
-        for (int layout = 0; layout < 2; ++layout) {
-          std::vector<uint8_t> src1 = s1, src2 = s2;
-          ScaleSource a{nullptr, NVFP4_SF_LINEAR, kc, N * kc}, b = a;
-          if (layout == 1) {
-            src1 = reference_blocked(s1, N, K, L);
-            src2 = reference_blocked(s2, N, K, L);
-            a = ScaleSource{nullptr, NVFP4_SF_BLOCKED, 0, blocked_sf_bytes(N, K)};
-            b = a;
-          }
-          a.data = src1.data();
-          b.data = src2.data();
-          SwizzleJob job;
-          job.rows = 2 * N; job.K = K; job.L = L; job.interleave = 1;
-          job.src[0] = a;
-          job.src[1] = b;
-          CHECK(run_job(job) == want, "interleave (%s) N=%d K=%d L=%d", layout ? "blocked" : "linear", N, K, L);
-        }
-      }
-}
-
 // The packed MoE sfa: groups of a linear (total_M, K/16) tensor -> blocked per group.
 static void test_packed(std::mt19937& rng) {
   const std::vector<std::vector<int32_t>> sizes = {
@@ -286,13 +254,15 @@ static void test_workspace() {
                 DualGemmProblem d;
                 d.L = L; d.M = M; d.N = N; d.K = K;
                 d.sfa.layout = d.sfb1.layout = d.sfb2.layout = layout;
-                const DualWorkspace dn = carve_dual_workspace(nullptr, d, cutlass_bytes);
-                const DualWorkspace dw = carve_dual_workspace(reinterpret_cast<void*>(base), d, cutlass_bytes);
-                CHECK((dw.sfa != nullptr) == copied, "dual sfa copy");
-                CHECK(regions_ok(base, dn.required,
-                                 {at(dw.sfa, sfa), at(dw.b, static_cast<size_t>(2 * N * (K / 2) * L)),
-                                  at(dw.sfb, blocked_bytes(2 * N, K) * L), at(dw.cutlass, cutlass_bytes)}),
+                const DualWorkspace dn = carve_dual_workspace(nullptr, d);
+                const DualWorkspace dw = carve_dual_workspace(reinterpret_cast<void*>(base), d);
+                CHECK((dw.sfa != nullptr) == copied && (dw.sfb1 != nullptr) == copied &&
+                          (dw.sfb2 != nullptr) == copied,
+                      "dual scale copies");
+                CHECK(regions_ok(base, dn.required, {at(dw.sfa, sfa), at(dw.sfb1, sfb), at(dw.sfb2, sfb)}),
                       "dual workspace regions");
+                // only the scale copies: nothing at all for blocked scales with K % 64 == 0
+                CHECK((dn.required == 0) == !copied && (!copied || dn.required >= sfa + 2 * sfb), "dual size");
               }
 
   // grouped list / packed
@@ -372,13 +342,126 @@ static void test_workspace() {
   CHECK(gemv_unsupported(gv) != nullptr, "gemv odd scale stride rejected");
 }
 
+// ---------------------------------------------------------------------------
+// 4. Dual GEMM kernel arguments
+// ---------------------------------------------------------------------------
+static DualGemmProblem make_dual(int64_t M, int64_t N, int64_t K, int64_t L, nvfp4_sf_layout_t layout) {
+  const GemmProblem g = make_gemm(M, N, K, L, layout);
+  DualGemmProblem d;
+  d.L = L; d.M = M; d.N = N; d.K = K;
+  d.a = g.a;
+  d.sfa = g.sfa;
+  d.b1 = g.b;
+  d.sfb1 = g.sfb;
+  d.b2 = Fp4Operand{reinterpret_cast<const uint8_t*>(0x60000), K / 2, N * K / 2};
+  d.sfb2 = ScaleOperand{reinterpret_cast<const uint8_t*>(0x70000), layout, K / 16, blocked_sf_bytes(N, K)};
+  d.c = g.c;
+  return d;
+}
+
+static DualGemmArgs dual_args_of(int M, int N, int K, int L, int64_t pad) {
+  // operands with padded rows / batches (bytes), scales with padded batches
+  DualGemmArgs g;
+  g.M = M; g.N = N; g.K = K; g.L = L;
+  g.a = reinterpret_cast<const void*>(0x100000);
+  g.a_row = K / 2 + pad; g.a_batch = g.a_row * M + 2 * pad;
+  g.b1 = reinterpret_cast<const void*>(0x200000);
+  g.b1_row = K / 2 + 2 * pad; g.b1_batch = g.b1_row * N + pad;
+  g.b2 = reinterpret_cast<const void*>(0x300000);
+  g.b2_row = K / 2; g.b2_batch = g.b2_row * N + 4 * pad;
+  g.sfa = reinterpret_cast<const void*>(0x400000);
+  g.sfa_batch = blocked_sf_bytes(M, K) + 32 * pad;
+  g.sfb1 = reinterpret_cast<const void*>(0x500000);
+  g.sfb1_batch = blocked_sf_bytes(N, K) + 16 * pad;
+  g.sfb2 = reinterpret_cast<const void*>(0x600000);
+  g.sfb2_batch = blocked_sf_bytes(N, K);
+  return g;
+}
+
+static void test_dual_args() {
+  using dual::Config;
+  // per stage: A, B1, B2 (128 x 256 fp4 = 16 KiB each) and SFA, SFB1, SFB2 (128 x 16 = 2 KiB each)
+  CHECK(Config::kStageTxBytes == 3 * 16384 + 3 * 2048, "stage TMA bytes %u", Config::kStageTxBytes);
+  CHECK(sizeof(dual::SharedStorage) <= 232448 &&
+            sizeof(dual::SharedStorage) >= Config::kStages * Config::kStageTxBytes + 128 * 32 * 2,
+        "dual shared memory %zu", sizeof(dual::SharedStorage));
+  // the classic 4 KiB kernel-parameter limit (TMA descriptors are passed by value)
+  CHECK(sizeof(dual::Params) <= 4096, "dual kernel parameters %zu bytes", sizeof(dual::Params));
+
+  for (int M : {1, 129, 300})
+    for (int N : {8, 264})
+      for (int K : {32, 96, 1056})
+        for (int L : {1, 3})
+          for (int64_t pad : {0, 16}) {
+            const DualGemmArgs g = dual_args_of(M, N, K, L, pad);
+            for (int which : {1, 2}) {
+              const auto a = dual::mainloop_args(g, which, false);
+              const int64_t b_row = which == 1 ? g.b1_row : g.b2_row;
+              const int64_t b_batch = which == 1 ? g.b1_batch : g.b2_batch;
+              const int64_t sfb_batch = which == 1 ? g.sfb1_batch : g.sfb2_batch;
+              // fp4 strides in elements (2 per byte); L == 1: packed batch stride
+              CHECK(cute::get<0>(a.dA) == g.a_row * 2 && cute::get<2>(a.dA) == (L > 1 ? g.a_batch : g.a_row * M) * 2,
+                    "dual A strides M=%d K=%d L=%d", M, K, L);
+              CHECK(cute::get<0>(a.dB) == b_row * 2 && cute::get<2>(a.dB) == (L > 1 ? b_batch : b_row * N) * 2,
+                    "dual B%d strides N=%d K=%d L=%d", which, N, K, L);
+              CHECK(a.ptr_B == reinterpret_cast<decltype(a.ptr_B)>(which == 1 ? g.b1 : g.b2) &&
+                        a.ptr_SFB == reinterpret_cast<decltype(a.ptr_SFB)>(which == 1 ? g.sfb1 : g.sfb2) &&
+                        a.ptr_A == reinterpret_cast<decltype(a.ptr_A)>(g.a),
+                    "dual operand pointers");
+              // scale layouts: the blocked layout with the caller's batch stride (checked
+              // against blocked_sf_offset in test_cutlass_layout)
+              CHECK(a.layout_SFA == scale_layout_a(M, N, K, L, g.sfa_batch) &&
+                        a.layout_SFB == scale_layout_b(M, N, K, L, sfb_batch),
+                    "dual scale layouts");
+              const auto ref = dual::mainloop_args(g, which, true);
+              CHECK(ref.layout_SFA == ScaleLayout(ScaleConfig16::tile_atom_to_shape_SFA(cute::make_shape(M, N, K, L))),
+                    "dual reference layout");
+            }
+            CHECK(dual::check_args(g) == nullptr, "dual args accepted M=%d N=%d K=%d L=%d pad=%lld: %s", M, N, K, L,
+                  (long long)pad, dual::check_args(g));
+          }
+  // CUTLASS's can_implement rejects what TMA cannot address
+  DualGemmArgs bad = dual_args_of(128, 256, 1024, 1, 0);
+  bad.b2_row += 8;  // not a multiple of 16 bytes
+  CHECK(dual::check_args(bad) != nullptr, "dual: misaligned b2 row stride rejected");
+  bad = dual_args_of(128, 256, 1024, 2, 0);
+  bad.sfb2_batch += 4;
+  CHECK(dual::check_args(bad) != nullptr, "dual: scale batch stride %% 16 rejected");
+
+  // support checks (plan.hpp)
+  const DualGemmProblem ok = make_dual(256, 4096, 7168, 1, NVFP4_SF_LINEAR);
+  CHECK(dual_unsupported(ok) == nullptr, "dual benchmark shape supported: %s", dual_unsupported(ok));
+  DualGemmProblem d = ok;
+  d.b2.data += 8;
+  CHECK(dual_unsupported(d) != nullptr, "dual: misaligned b2 rejected");
+  d = ok;
+  d.b1.row_stride += 8;
+  CHECK(dual_unsupported(d) != nullptr, "dual: b1 row stride %% 16 rejected");
+  d = ok;
+  d.sfb2.layout = NVFP4_SF_BLOCKED;
+  CHECK(dual_unsupported(d) != nullptr, "dual: mixed scale layouts rejected");
+  d = make_dual(256, 4096, 7168, 1, NVFP4_SF_BLOCKED);
+  CHECK(dual_unsupported(d) == nullptr, "dual: blocked scales read in place");
+  d.sfb1.data += 4;
+  CHECK(dual_unsupported(d) != nullptr, "dual: blocked scales read by TMA must be 16-byte aligned");
+  d = ok;
+  d.N = 4100;
+  CHECK(dual_unsupported(d) != nullptr, "dual: N %% 8 != 0 rejected");
+  d = ok;
+  d.c.dtype = DType::kFloat32;
+  CHECK(dual_unsupported(d) != nullptr, "dual: fp32 output left to the portable backend");
+  d = ok;
+  d.L = 70000;
+  CHECK(dual_unsupported(d) != nullptr, "dual: batch above the grid's y limit rejected");
+}
+
 int main() {
   std::mt19937 rng(12345);
   test_cutlass_layout();
   test_swizzle(rng);
-  test_interleave(rng);
   test_packed(rng);
   test_workspace();
+  test_dual_args();
   printf("%d passed, %d failed\n", g_passed, g_failed);
   return g_failed ? 1 : 0;
 }

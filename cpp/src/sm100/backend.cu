@@ -2,7 +2,7 @@
 // tcgen05 MMA through CUTLASS 4.2's SM100 collectives.
 //
 //   gemm                 gemm_1sm.cu (stream-K) / gemm_2sm.cu (2-SM cluster), by shape
-//   dual_gemm            dual.cu (one GEMM over row-interleaved [b1;b2] + pairing epilogue)
+//   dual_gemm            dual.cu + dual_kernel.cuh (one kernel, two TMEM accumulators per A tile)
 //   grouped_gemm(_packed) grouped.cu (pointer-array persistent kernel)
 //   gemv                 gemv.cu (CUDA cores, sm100 fp4/fp8 conversion instructions)
 // quantize, dequantize and the scale swizzles are left to the portable backend.
@@ -96,79 +96,69 @@ nvfp4_status_t gemm_entry(const GemmProblem& p, const Exec& exec) {
 }
 
 // ---------------------------------------------------------------------------
-// Dual GEMM
+// Dual GEMM (dual.cu / dual_kernel.cuh: one kernel, two TMEM accumulators)
 // ---------------------------------------------------------------------------
-struct DualPlan {
-  DenseGemmArgs g;
-  DualEpilogueArgs e;
-  DualWorkspace w;
-};
-
-DualPlan plan_dual(const DualGemmProblem& p, const Exec& exec, void* workspace) {
-  DualPlan d;
-  DenseGemmArgs& g = d.g;
+DualGemmArgs dual_args(const DualGemmProblem& p, const Exec& exec, const DualWorkspace& w) {
+  DualGemmArgs g;
   g.M = static_cast<int>(p.M);
-  g.N = static_cast<int>(2 * p.N);
+  g.N = static_cast<int>(p.N);
   g.K = static_cast<int>(p.K);
   g.L = static_cast<int>(p.L);
   g.a = p.a.data;
   g.a_row = p.a.row_stride;
   g.a_batch = p.a.batch_stride;
-  g.b_row = p.K / 2;
-  g.b_batch = 2 * p.N * (p.K / 2);
-  g.sfa = p.sfa.data;
-  g.sfa_batch = p.sfa.batch_stride;
-  g.sfb_batch = blocked_sf_bytes(2 * p.N, p.K);
-  // the (M, N) 16-bit output seen as (M, 2N) bytes
+  g.b1 = p.b1.data;
+  g.b1_row = p.b1.row_stride;
+  g.b1_batch = p.b1.batch_stride;
+  g.b2 = p.b2.data;
+  g.b2_row = p.b2.row_stride;
+  g.b2_batch = p.b2.batch_stride;
+  // scales: the caller's blocked tensors, or the copies (dense batches) in the workspace
+  g.sfa = w.sfa ? w.sfa : p.sfa.data;
+  g.sfa_batch = w.sfa ? blocked_sf_bytes(p.M, p.K) : p.sfa.batch_stride;
+  g.sfb1 = w.sfb1 ? w.sfb1 : p.sfb1.data;
+  g.sfb1_batch = w.sfb1 ? blocked_sf_bytes(p.N, p.K) : p.sfb1.batch_stride;
+  g.sfb2 = w.sfb2 ? w.sfb2 : p.sfb2.data;
+  g.sfb2_batch = w.sfb2 ? blocked_sf_bytes(p.N, p.K) : p.sfb2.batch_stride;
   g.d = p.c.data;
-  g.d_row = 2 * p.c.row_stride;
-  g.d_batch = 2 * p.c.batch_stride;
+  g.d_row = p.c.row_stride;
+  g.d_batch = p.c.batch_stride;
+  g.alpha1 = p.alpha1.value;
+  g.alpha2 = p.alpha2.value;
+  g.alpha1_ptr = p.alpha1.device_ptr;
+  g.alpha2_ptr = p.alpha2.device_ptr;
+  g.activation = static_cast<int>(p.activation);
+  g.out_bf16 = p.c.dtype == DType::kBFloat16 ? 1 : 0;
   g.device = exec.device;
-  g.sm_count = exec.sm_count;
-  d.e.alpha1 = p.alpha1.value;
-  d.e.alpha2 = p.alpha2.value;
-  d.e.alpha1_ptr = p.alpha1.device_ptr;
-  d.e.alpha2_ptr = p.alpha2.device_ptr;
-  d.e.activation = static_cast<int>(p.activation);
-  d.e.out_bf16 = p.c.dtype == DType::kBFloat16 ? 1 : 0;
-  d.w = carve_dual_workspace(workspace, p, dual_workspace(g, d.e));
-  g.b = d.w.b;
-  g.sfb = d.w.sfb;
-  if (d.w.sfa) {
-    g.sfa = d.w.sfa;
-    g.sfa_batch = blocked_sf_bytes(p.M, p.K);
-  }
-  return d;
+  return g;
+}
+
+void add_swizzle_job(SwizzleBatch& jobs, void* dst, const ScaleOperand& s, int64_t rows, int64_t K, int64_t L) {
+  if (!dst) return;
+  SwizzleJob& j = jobs.jobs[jobs.count++];
+  j.dst = static_cast<uint8_t*>(dst);
+  j.rows = rows; j.K = K; j.L = L;
+  j.src[0] = ScaleSource{s.data, s.layout, s.row_stride, s.batch_stride};
 }
 
 nvfp4_status_t dual_entry(const DualGemmProblem& p, const Exec& exec) {
   if (const char* why = dual_unsupported(p)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a dual gemm: %s", why);
-  DualPlan d = plan_dual(p, exec, exec.workspace);
-  if (!exec.workspace || exec.workspace_bytes < d.w.required)
+  const DualWorkspace w = carve_dual_workspace(exec.workspace, p);
+  if (w.required > 0 && (!exec.workspace || exec.workspace_bytes < w.required))
     return fail(NVFP4_ERROR_NOT_SUPPORTED,
                 "sm100a dual gemm: needs a workspace of %zu bytes (got %zu); see dual_gemm_workspace_size",
-                d.w.required, exec.workspace ? exec.workspace_bytes : size_t(0));
-  if (const char* why = dual_check(d.g, d.e)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a dual gemm: %s", why);
+                w.required, exec.workspace ? exec.workspace_bytes : size_t(0));
+  const DualGemmArgs g = dual_args(p, exec, w);
+  if (const char* why = dual_check(g)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a dual gemm: %s", why);
 
   const cudaStream_t stream = cuda_stream(exec);
-  nvfp4_status_t st = launch_interleave_rows(static_cast<uint8_t*>(d.w.b), p.b1, p.b2, p.N, p.K, p.L, stream);
-  if (st != NVFP4_SUCCESS) return st;
   SwizzleBatch jobs;
-  SwizzleJob& jb = jobs.jobs[jobs.count++];
-  jb.dst = static_cast<uint8_t*>(d.w.sfb);
-  jb.rows = 2 * p.N; jb.K = p.K; jb.L = p.L;
-  jb.interleave = 1;
-  jb.src[0] = ScaleSource{p.sfb1.data, p.sfb1.layout, p.sfb1.row_stride, p.sfb1.batch_stride};
-  jb.src[1] = ScaleSource{p.sfb2.data, p.sfb2.layout, p.sfb2.row_stride, p.sfb2.batch_stride};
-  if (d.w.sfa) {
-    SwizzleJob& ja = jobs.jobs[jobs.count++];
-    ja.dst = static_cast<uint8_t*>(d.w.sfa);
-    ja.rows = p.M; ja.K = p.K; ja.L = p.L;
-    ja.src[0] = ScaleSource{p.sfa.data, p.sfa.layout, p.sfa.row_stride, p.sfa.batch_stride};
-  }
-  st = launch_swizzle(jobs, stream);
+  add_swizzle_job(jobs, w.sfa, p.sfa, p.M, p.K, p.L);
+  add_swizzle_job(jobs, w.sfb1, p.sfb1, p.N, p.K, p.L);
+  add_swizzle_job(jobs, w.sfb2, p.sfb2, p.N, p.K, p.L);
+  const nvfp4_status_t st = launch_swizzle(jobs, stream);
   if (st != NVFP4_SUCCESS) return st;
-  return dual_run(d.g, d.e, d.w.cutlass, stream);
+  return dual_run(g, stream);
 }
 
 }  // namespace
@@ -180,9 +170,9 @@ size_t gemm_workspace_size(const GemmProblem& p, const Exec& exec) {
   return carve_gemm_workspace(nullptr, p, gemm_cutlass_workspace(cfg, dense_args(p, exec))).required;
 }
 
-size_t dual_gemm_workspace_size(const DualGemmProblem& p, const Exec& exec) {
+size_t dual_gemm_workspace_size(const DualGemmProblem& p, const Exec&) {
   if (dual_unsupported(p)) return 0;
-  return plan_dual(p, exec, nullptr).w.required;
+  return carve_dual_workspace(nullptr, p).required;
 }
 
 }  // namespace sm100

@@ -1,5 +1,5 @@
 // CUTLASS 4.2 configuration of the dense NVFP4 GEMM on sm100a, shared by the
-// translation units that instantiate it (gemm_1sm.cu, gemm_2sm.cu, dual.cu).
+// translation units that instantiate it (gemm_1sm.cu, gemm_2sm.cu).
 //
 // Everything below is NVIDIA's tested SM100 block-scaled machinery, configured as in
 // CUTLASS's example 72 (nvfp4 x nvfp4 GEMM): CollectiveBuilder with

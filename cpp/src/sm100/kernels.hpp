@@ -49,20 +49,35 @@ const char* gemm_2sm_check(const DenseGemmArgs& g);
 size_t gemm_2sm_workspace(const DenseGemmArgs& g);
 nvfp4_status_t gemm_2sm_run(const DenseGemmArgs& g, void* workspace, cudaStream_t stream);
 
-// dual.cu: the same GEMM over the row-interleaved operand [b1;b2] (N' = 2N) whose
-// epilogue pairs the two accumulator columns of each output column:
-//   out = act(alpha1 * acc[2n]) * (alpha2 * acc[2n+1]), written as bytes (see dual.cu).
-struct DualEpilogueArgs {
+// dual.cu / dual_kernel.cuh: one kernel, two tensor-memory accumulators sharing each A
+// tile: out[l] = act(alpha1 * A[l].B1[l]^T) * (alpha2 * A[l].B2[l]^T), fp16/bf16 bits.
+// All three scale tensors in the blocked layout. No scratch beyond the scale copies.
+struct DualGemmArgs {
+  int M = 0, N = 0, K = 0, L = 1;
+  const void* a = nullptr;
+  int64_t a_row = 0, a_batch = 0;  // bytes
+  const void* b1 = nullptr;
+  int64_t b1_row = 0, b1_batch = 0;
+  const void* b2 = nullptr;
+  int64_t b2_row = 0, b2_batch = 0;
+  const void* sfa = nullptr;  // blocked
+  int64_t sfa_batch = 0;      // bytes
+  const void* sfb1 = nullptr;
+  int64_t sfb1_batch = 0;
+  const void* sfb2 = nullptr;
+  int64_t sfb2_batch = 0;
+  void* d = nullptr;
+  int64_t d_row = 0, d_batch = 0;  // 16-bit elements
   float alpha1 = 1.0f, alpha2 = 1.0f;
   const float* alpha1_ptr = nullptr;
   const float* alpha2_ptr = nullptr;
   int activation = 0;  // nvfp4_activation_t
   int out_bf16 = 0;    // 0: fp16 bits, 1: bf16 bits
+  int device = 0;
 };
-// g.N is 2N, g.d the output viewed as bytes (d_row / d_batch in bytes).
-const char* dual_check(const DenseGemmArgs& g, const DualEpilogueArgs& e);
-size_t dual_workspace(const DenseGemmArgs& g, const DualEpilogueArgs& e);
-nvfp4_status_t dual_run(const DenseGemmArgs& g, const DualEpilogueArgs& e, void* workspace, cudaStream_t stream);
+// dual_check: why the kernel cannot take these arguments (nullptr: it can); touches no memory.
+const char* dual_check(const DualGemmArgs& g);
+nvfp4_status_t dual_run(const DualGemmArgs& g, cudaStream_t stream);
 
 // grouped.cu: pointer-array persistent kernel (1 SM, 128x128x256), fp16/bf16 output.
 GroupTableSizes group_table_sizes();
@@ -75,23 +90,20 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
 // gemv.cu: CUDA-core GEMV with the sm100 fp4/fp8 -> f16x2 conversions.
 nvfp4_status_t gemv(const GemmProblem& p, const Exec& exec);
 
-// scales.cu: linear/blocked -> blocked copies into the workspace, and the
-// row-interleaved [b1;b2] operand of the dual GEMM.
+// scales.cu: linear/blocked -> blocked copies into the workspace.
 struct ScaleSource {
   const uint8_t* data = nullptr;
   nvfp4_sf_layout_t layout = NVFP4_SF_LINEAR;
   int64_t row_stride = 0;   // linear
   int64_t batch_stride = 0;
 };
-// dst: dense blocked batches (batch stride blocked_sf_bytes(rows, K)) of `rows` rows.
-// interleave == 0: dst row r <- src[0] row r.
-// interleave == 1: dst row r <- src[r & 1] row r >> 1 (rows = 2N).
-// Padding (rows >= `rows`, scale columns >= K/16) is written as zero.
+// dst: dense blocked batches (batch stride blocked_sf_bytes(rows, K)) of `rows` rows,
+// dst row r <- src[0] row r. Padding (rows >= `rows`, scale columns >= K/16) is
+// written as zero. (One source; an array because grouped.cu writes src[0].)
 struct SwizzleJob {
   uint8_t* dst = nullptr;
   int64_t rows = 0, K = 0, L = 1;
-  ScaleSource src[2];
-  int interleave = 0;
+  ScaleSource src[1];
 };
 constexpr int kMaxSwizzleJobs = 32;
 struct SwizzleBatch {
@@ -99,9 +111,5 @@ struct SwizzleBatch {
   SwizzleJob jobs[kMaxSwizzleJobs];
 };
 nvfp4_status_t launch_swizzle(const SwizzleBatch& batch, cudaStream_t stream);
-
-// dst (L, 2N, K/2) dense <- rows of b1 / b2 alternately (16-byte copies).
-nvfp4_status_t launch_interleave_rows(uint8_t* dst, const Fp4Operand& b1, const Fp4Operand& b2, int64_t N,
-                                      int64_t K, int64_t L, cudaStream_t stream);
 
 }  // namespace nvfp4::sm100

@@ -154,43 +154,43 @@ inline GemmWorkspace carve_gemm_workspace(void* base, const GemmProblem& p, size
 }
 
 // ---------------------------------------------------------------------------
-// Dual GEMM: B1 and B2 row-interleaved into one (2N x K) operand in the workspace
+// Dual GEMM: one kernel, two accumulators (dual_kernel.cuh); b1 and b2 read in place
 // ---------------------------------------------------------------------------
+
+// Output tiles of the dual kernel (one CTA each): grid (tiles_m * tiles_n, L).
+constexpr int64_t kDualTileM = 128, kDualTileN = 128;
 
 inline const char* dual_unsupported(const DualGemmProblem& p) {
   if (p.c.dtype == DType::kFloat32) return "sm100a dual gemm writes fp16/bf16 only";
-  if (!fits_int32(p.M) || !fits_int32(2 * p.N) || !fits_int32(p.K) || !fits_int32(p.L)) return "extent above 2^31";
+  if (!fits_int32(p.M) || !fits_int32(p.N) || !fits_int32(p.K) || !fits_int32(p.L)) return "extent above 2^31";
+  if ((p.M + kDualTileM - 1) / kDualTileM * ((p.N + kDualTileN - 1) / kDualTileN) > INT32_MAX || p.L > 65535)
+    return "too many output tiles for one grid";
   if (const char* why = fp4_operand_unsupported(p.a, p.L)) return why;
-  // b1/b2 are copied with 16-byte loads into the interleaved operand
-  if (!aligned16(p.b1.data) || !aligned16(p.b2.data) || p.b1.row_stride % 16 || p.b2.row_stride % 16 ||
-      (p.L > 1 && (p.b1.batch_stride % 16 || p.b2.batch_stride % 16)))
-    return "b1/b2 not 16-byte aligned";
-  // blocked b scales are re-ordered with 4-byte reads
-  for (const ScaleOperand* s : {&p.sfb1, &p.sfb2})
-    if (s->layout == NVFP4_SF_BLOCKED &&
-        ((reinterpret_cast<uintptr_t>(s->data) & 3u) || (p.L > 1 && s->batch_stride % 4)))
-      return "blocked b scales not 4-byte aligned";
+  if (const char* why = fp4_operand_unsupported(p.b1, p.L)) return why;
+  if (const char* why = fp4_operand_unsupported(p.b2, p.L)) return why;
   if (const char* why = out_unsupported(p.c, p.N, p.L, 2)) return why;
   if (p.sfa.layout != p.sfb1.layout || p.sfa.layout != p.sfb2.layout) return "mixed scale layouts";
-  if (const char* why = blocked_scales_unsupported(p.sfa, p.L, p.K)) return why;
+  for (const ScaleOperand* s : {&p.sfa, &p.sfb1, &p.sfb2})
+    if (const char* why = blocked_scales_unsupported(*s, p.L, p.K)) return why;
   return nullptr;
 }
 
+// Workspace of the dual GEMM: only the scale copies (linear scales swizzled, blocked
+// ones with K % 64 != 0 copied with the padding zeroed), one dense blocked array per
+// batch each. Nothing else: the kernel reads b1 and b2 where they are.
 struct DualWorkspace {
-  void* sfa = nullptr;   // blocked copy of sfa (nullptr: the caller's blocked sfa is used as is)
-  void* b = nullptr;     // (L, 2N, K/2): row 2n = b1 row n, row 2n+1 = b2 row n
-  void* sfb = nullptr;   // (L, blocked(2N, K)) scales of that operand
-  void* cutlass = nullptr;
+  void* sfa = nullptr;   // blocked copies (nullptr: the caller's blocked tensor is used as is)
+  void* sfb1 = nullptr;
+  void* sfb2 = nullptr;
   size_t required = 0;
 };
-inline DualWorkspace carve_dual_workspace(void* base, const DualGemmProblem& p, size_t cutlass_bytes) {
+inline DualWorkspace carve_dual_workspace(void* base, const DualGemmProblem& p) {
   WorkspaceCarver c(base);
   DualWorkspace w;
   const size_t L = static_cast<size_t>(p.L);
   if (scales_copied(p.sfa.layout, p.K)) w.sfa = c.take(blocked_bytes(p.M, p.K) * L);
-  w.b = c.take(static_cast<size_t>(2 * p.N) * static_cast<size_t>(p.K / 2) * L);
-  w.sfb = c.take(blocked_bytes(2 * p.N, p.K) * L);
-  w.cutlass = c.take(cutlass_bytes);
+  if (scales_copied(p.sfb1.layout, p.K)) w.sfb1 = c.take(blocked_bytes(p.N, p.K) * L);
+  if (scales_copied(p.sfb2.layout, p.K)) w.sfb2 = c.take(blocked_bytes(p.N, p.K) * L);
   w.required = c.required_bytes();
   return w;
 }

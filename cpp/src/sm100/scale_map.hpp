@@ -67,9 +67,7 @@ NVFP4_HD uint32_t read_scale_word(const ScaleSource& src, int64_t l, int64_t row
 // Word `bw` of batch l of a swizzle job's destination.
 NVFP4_HD uint32_t gather_scale_word(const SwizzleJob& job, const BlockedGeometry& g, int64_t l, const BlockedWord& bw) {
   if (bw.row >= job.rows) return 0u;  // row padding
-  const int s = job.interleave ? static_cast<int>(bw.row & 1) : 0;
-  const int64_t src_row = job.interleave ? (bw.row >> 1) : bw.row;
-  return read_scale_word(job.src[s], l, src_row, bw.col0, g.kcols, job.K);
+  return read_scale_word(job.src[0], l, bw.row, bw.col0, g.kcols, job.K);
 }
 
 // ---------------------------------------------------------------------------

@@ -1,9 +1,8 @@
-// Operand preparation for the CUTLASS kernels, written into the caller's workspace:
-//   - scales (linear, or blocked for re-ordering) -> the blocked layout CUTLASS's
-//     Sm1xxBlockScaledConfig reads (== nvfp4::blocked_sf_offset, checked on the CPU
-//     by tests/sm100_host), padding written as zero;
-//   - the row-interleaved [b1;b2] operand of the dual GEMM.
-// Both are output-driven: every destination word is written exactly once.
+// Scale preparation for the tensor-core kernels, written into the caller's workspace:
+// scales (linear, or blocked for re-ordering) -> the blocked layout CUTLASS's
+// Sm1xxBlockScaledConfig reads (== nvfp4::blocked_sf_offset, checked on the CPU by
+// tests/sm100_host), padding written as zero. Output-driven: every destination word
+// is written exactly once.
 #include <cuda_runtime_api.h>
 
 #include "../common/cuda_check.hpp"
@@ -30,22 +29,6 @@ __global__ void __launch_bounds__(kThreads) swizzle_scales_kernel(const __grid_c
   }
 }
 
-// dst (L, 2N, K/2) dense: row 2n <- b1 row n, row 2n+1 <- b2 row n; 16-byte chunks.
-__global__ void __launch_bounds__(kThreads)
-    interleave_rows_kernel(uint4* dst, Fp4Operand b1, Fp4Operand b2, int64_t N, int64_t chunks_per_row, int64_t L) {
-  const int64_t total = L * 2 * N * chunks_per_row;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < total;
-       i += static_cast<int64_t>(gridDim.x) * kThreads) {
-    const int64_t chunk = i % chunks_per_row;
-    const int64_t row = i / chunks_per_row;  // over L * 2N
-    const int64_t l = row / (2 * N);
-    const int64_t r = row - l * 2 * N;
-    const Fp4Operand& src = (r & 1) ? b2 : b1;
-    const uint8_t* p = src.data + l * src.batch_stride + (r >> 1) * src.row_stride;
-    dst[i] = __ldg(reinterpret_cast<const uint4*>(p) + chunk);
-  }
-}
-
 unsigned grid_for(int64_t work) {
   const int64_t blocks = (work + kThreads - 1) / kThreads;
   return static_cast<unsigned>(blocks < 1 ? 1 : (blocks > 65535 ? 65535 : blocks));
@@ -63,15 +46,6 @@ nvfp4_status_t launch_swizzle(const SwizzleBatch& batch, cudaStream_t stream) {
   }
   const dim3 grid(grid_for(most), static_cast<unsigned>(batch.count));
   swizzle_scales_kernel<<<grid, kThreads, 0, stream>>>(batch);
-  NVFP4_CHECK_LAUNCH();
-  return NVFP4_SUCCESS;
-}
-
-nvfp4_status_t launch_interleave_rows(uint8_t* dst, const Fp4Operand& b1, const Fp4Operand& b2, int64_t N, int64_t K,
-                                      int64_t L, cudaStream_t stream) {
-  const int64_t chunks_per_row = K / 32;  // K/2 bytes per row, 16 per chunk
-  interleave_rows_kernel<<<grid_for(L * 2 * N * chunks_per_row), kThreads, 0, stream>>>(
-      reinterpret_cast<uint4*>(dst), b1, b2, N, chunks_per_row, L);
   NVFP4_CHECK_LAUNCH();
   return NVFP4_SUCCESS;
 }
