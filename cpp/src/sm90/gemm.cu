@@ -4,11 +4,19 @@
 // Accumulation: the wgmma fp32 accumulator is restarted every 2 K blocks (256 K) and
 // added into a round-to-nearest fp32 sum (accumulator_promotion.cuh): one long chain
 // of tensor-core accumulations lost up to 1e-3 absolute on outputs of ~0.1 among ~40.
+// Where no CTA's K slice exceeds kShortChainBlocks (8) blocks the fused path runs an
+// instance without promotion (one chain of <= 8 blocks: <= 0.28 of the tolerance
+// measured), whose transform warpgroups get 80 registers instead of 48.
+//
+// Launch: programmatic dependent launch (kPdl, gemm_params.cuh) on the pre-decode pass
+// and the pre-decoded GEMM (the fused GEMM only with kPdlFused, off: it measured slower);
+// each kernel's prologue overlaps the end of the grid before it, and nothing that grid
+// may write or read is touched before griddepcontrol.wait (details at the kernels).
 //
 // Two paths:
-//   small M, long K (kPredecodeMaxM/MinK, workspace given): the tokens are decoded once into an
-//     fp16 workspace (x_predecode.cuh), the main loop only decodes weights
-//     (mainloop_rs_predecoded.cuh);
+//   small M, K slices too long for the unpromoted fused kernel (kPredecodeMaxM/MinK,
+//     workspace given): the tokens are decoded once into an fp16 workspace
+//     (x_predecode.cuh), the main loop only decodes weights (mainloop_rs_predecoded.cuh);
 //   otherwise (or without workspace): fused, every CTA decodes its token tile
 //     (mainloop_rs.cuh).
 // Pieces (cpp/src/sm90/collective/):
@@ -53,6 +61,14 @@ static_assert(Epilogue::kSmemBytes <= sizeof(Mainloop::Stage) * Mainloop::kStage
               "the epilogue tile reuses the stage ring");
 static_assert(Epilogue::kTileW == Mainloop::kBlockW && Epilogue::kTileX == Mainloop::kBlockX, "tile shapes");
 
+// P = promotion interval in K blocks (accumulator_promotion.cuh): the default, or 0 when
+// every CTA's K slice is at most kShortChainBlocks blocks (host: fused_kernel()).
+// With kPdlFused (off by default, gemm_params.cuh) the prologue runs before
+// griddepcontrol.wait, and so do L2 prefetches of the first blocks (hints); every real
+// global load and store, and the alpha read, come after it. launch_dependents is
+// signalled right away: the next grid's CTAs may then take SMs as this grid's CTAs
+// leave (they wait for this grid before touching memory).
+template <int P>
 __global__ void __launch_bounds__(Mainloop::kThreads, 1)
     nvfp4_sm90_gemm_kernel(const __grid_constant__ CUtensorMap tmap_w, const __grid_constant__ CUtensorMap tmap_x,
                            const __grid_constant__ CUtensorMap tmap_sfw,
@@ -64,24 +80,29 @@ __global__ void __launch_bounds__(Mainloop::kThreads, 1)
   const TileWork work = cluster_splitk_work(p.splits, p.num_kb);
   const int64_t w0 = static_cast<int64_t>(work.tile_w) * Mainloop::kBlockW;
   const int64_t x0 = static_cast<int64_t>(work.tile_x) * Mainloop::kBlockX;
+  const Mainloop::TmaDescs tm{&tmap_w, &tmap_x, &tmap_sfw, &tmap_sfx};
 
   if (threadIdx.x == 0) {
     Mainloop::init_barriers(s, p);
     ptx::tma_prefetch_desc(&tmap_w);
     ptx::tma_prefetch_desc(&tmap_x);
+    if (kPdlFused) Mainloop::prefetch_l2(tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
   }
   __syncthreads();
+  if (kPdlFused) {
+    ptx::pdl_launch_dependents();
+    ptx::pdl_wait_primary();
+  }
 
   float* tile = reinterpret_cast<float*>(&s.ring[0]);
   if (threadIdx.x < Mainloop::kTransformThreads) {
-    ptx::setmaxnreg_dec<Mainloop::kTransformRegs>();
-    const Mainloop::TmaDescs tm{&tmap_w, &tmap_x, &tmap_sfw, &tmap_sfx};
+    ptx::setmaxnreg_dec<Mainloop::transform_regs<P>()>();
     Mainloop::run_transform(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
     ptx::named_barrier_sync(1, Mainloop::kThreads);  // ring free: the tile may overwrite it
   } else {
-    ptx::setmaxnreg_inc<Mainloop::kConsumerRegs>();
+    ptx::setmaxnreg_inc<Mainloop::consumer_regs<P>()>();
     float sum[64];  // this thread's fp32 fragment of the CTA's K range
-    Mainloop::run_consumer(s, p, work.kb_begin, work.kb_count, sum);
+    Mainloop::run_consumer<P>(s, p, work.kb_begin, work.kb_count, sum);
     ptx::named_barrier_sync(1, Mainloop::kThreads);
     Epilogue::stage_fragment(tile, threadIdx.x - Mainloop::kTransformThreads, sum);
   }
@@ -93,11 +114,18 @@ using MainloopPre = MainloopRSPredecoded;
 constexpr size_t kSmemBytesPre = sizeof(MainloopPre::SharedStorage) + 1024;
 static_assert(Epilogue::kSmemBytes <= sizeof(MainloopPre::Stage) * MainloopPre::kStages,
               "the epilogue tile reuses the stage ring");
-// Small-M path when M <= kPredecodeMaxM and K >= kPredecodeMinK: below that K the
-// extra launch costs more than the saved token decode (H200: 128x4096x7168 ties,
-// 27.7 fused vs 28.1 µs; 128x7168x2048 16.0 vs 19.6; 128x7168x16384 75.9 vs 63.6).
+// Small-M path when M <= kPredecodeMaxM, K >= kPredecodeMinK and the fused kernel would
+// give a CTA more than kShortChainBlocks K blocks (i.e. would need accumulator
+// promotion; gemm()). Model from the H200 run of gemm3 (graph replay, M = 128): fused
+// with promotion ~6.4 µs + 1.25 µs per block of a CTA, pre-decoded (PDL) ~10.6 µs +
+// 0.84 µs per block: equal at ~10 blocks; the fused kernel without promotion (<= 8
+// blocks) beats both (128x7168x2048: 15.6 fused vs 17.4 pre-decoded; 128x4096x7168, 19
+// blocks: 26.4 pre-decoded vs 30.3 fused). The workspace is requested from K = 2048 on.
+#ifndef NVFP4_SM90_PREDECODE_MIN_K
+#define NVFP4_SM90_PREDECODE_MIN_K 2048
+#endif
 constexpr int64_t kPredecodeMaxM = 512;
-constexpr int64_t kPredecodeMinK = 8192;
+constexpr int64_t kPredecodeMinK = NVFP4_SM90_PREDECODE_MIN_K;
 
 __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
     nvfp4_sm90_gemm_predecoded_kernel(const __grid_constant__ CUtensorMap tmap_w,
@@ -187,7 +215,7 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
         int32_t l;
         tile_origin(q, w0, x0, l);
         const StreamKSegment sg = segment(q);
-        MainloopPre::run_producer(s, tm, p, w0, x0, l, sg.kb_begin, sg.kb_count, rc);
+        MainloopPre::run_producer<false>(s, tm, p, w0, x0, l, sg.kb_begin, sg.kb_count, rc);
       }
     }
     ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
@@ -217,9 +245,18 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   }
 }
 
+// With kPdl this pass is itself launched after the preceding grid with programmatic
+// serialization: it prefetches its input into L2, waits for that grid, and only then
+// lets the GEMM start (the GEMM loads weights before its own wait, which is safe only
+// once every grid before this pass has completed).
 __global__ void __launch_bounds__(256) nvfp4_sm90_x_predecode_kernel(const XPredecodeParams p) {
+  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (kPdl) {
+    x_predecode_prefetch(p, idx);
+    ptx::pdl_wait_primary();
+  }
   ptx::pdl_launch_dependents();  // the GEMM may start its prologue and weight loads now
-  x_predecode_thread(p, static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x);
+  x_predecode_thread(p, idx);
 }
 
 
@@ -413,10 +450,23 @@ int choose_splits_fitting(const void* kernel, int kernel_id, size_t smem, int th
   return s;
 }
 
+using FusedKernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, GemmParams);
+constexpr FusedKernelFn kFusedPromoted = nvfp4_sm90_gemm_kernel<AccumulatorPromotion::kBlocks>;
+constexpr FusedKernelFn kFusedShortChain = nvfp4_sm90_gemm_kernel<0>;
+
+// The fused kernel instance: without promotion (and its 64 registers) when no CTA's K
+// slice exceeds kShortChainBlocks blocks (cluster_splitk_work: at most ceil(num_kb / splits)).
+FusedKernelFn fused_kernel(int32_t num_kb, int splits) {
+  const int32_t per_cta = (num_kb + splits - 1) / splits;
+  return per_cta <= kShortChainBlocks ? kFusedShortChain : kFusedPromoted;
+}
+
 }  // namespace
 
 // Scratch of the small-M path (the fp16 token workspace); without it gemm() runs the
-// fused path. Nothing in it needs to be zeroed.
+// fused path. Nothing in it needs to be zeroed. Asked for whenever the path may be taken
+// (M <= 512, K >= kPredecodeMinK); gemm() still runs the fused kernel where its CTAs'
+// K slices fit one unpromoted chain (the choice needs the occupancy-fitted split).
 size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
   const size_t pre = predecode_bytes(p);
   return pre > 0 ? pre + streamk_bytes(streamk_ctas(p, device_sm_count(exec))) : 0;
@@ -474,19 +524,13 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   kp.c_col_stride = p.c.col_stride;
   kp.c_batch_stride = p.c.batch_stride;
 
-  const size_t ws_need = predecode_bytes(p);
-  const bool predecode = ws_need > 0 && exec.workspace != nullptr && exec.workspace_bytes >= ws_need &&
-                         aligned(exec.workspace, 256);
-  const void* kernel = predecode ? reinterpret_cast<const void*>(nvfp4_sm90_gemm_predecoded_kernel)
-                                 : reinterpret_cast<const void*>(nvfp4_sm90_gemm_kernel);
-  const size_t smem = predecode ? kSmemBytesPre : kSmemBytes;
-  const int threads = predecode ? MainloopPre::kThreads : Mainloop::kThreads;
-
   // Raise the dynamic smem limits once per device (a host-side cost of ~µs per call otherwise).
   static std::atomic<uint64_t> smem_attr_set{0};
   const uint64_t dev_bit = uint64_t{1} << (exec.device & 63);
   if ((smem_attr_set.load(std::memory_order_acquire) & dev_bit) == 0) {
-    NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(kFusedPromoted, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kSmemBytes)));
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(kFusedShortChain, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kSmemBytes)));
     NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_predecoded_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
@@ -495,8 +539,20 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
                                         static_cast<int>(kSmemBytesPre)));
     smem_attr_set.fetch_or(dev_bit, std::memory_order_acq_rel);
   }
-  kp.splits = choose_splits_fitting(kernel, predecode ? 1 : 0, smem, threads, tiles_w * tiles_x * p.L, kp.num_kb,
-                                    sm_count, exec.device);
+  const int64_t tiles = tiles_w * tiles_x * p.L;
+  // Fused split (occupancy: both fused instances have the same threads, smem and register cap).
+  const int fused_splits = choose_splits_fitting(reinterpret_cast<const void*>(kFusedPromoted), 0, kSmemBytes,
+                                                 Mainloop::kThreads, tiles, kp.num_kb, sm_count, exec.device);
+  const bool fused_short = fused_kernel(kp.num_kb, fused_splits) == kFusedShortChain;
+  const size_t ws_need = predecode_bytes(p);
+  const bool predecode = ws_need > 0 && !fused_short && exec.workspace != nullptr &&
+                         exec.workspace_bytes >= ws_need && aligned(exec.workspace, 256);
+  const size_t smem = predecode ? kSmemBytesPre : kSmemBytes;
+  const int threads = predecode ? MainloopPre::kThreads : Mainloop::kThreads;
+  kp.splits = predecode ? choose_splits_fitting(reinterpret_cast<const void*>(nvfp4_sm90_gemm_predecoded_kernel), 1,
+                                                kSmemBytesPre, MainloopPre::kThreads, tiles, kp.num_kb, sm_count,
+                                                exec.device)
+                        : fused_splits;
 
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles_w * kp.splits), static_cast<unsigned>(tiles_x),
@@ -504,13 +560,16 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
   cfg.dynamicSmemBytes = smem;
   cfg.stream = cuda_stream(exec);
-  cudaLaunchAttribute attr[1];
+  // [0] cluster shape, [1] programmatic dependent launch (kPdl: see the kernels)
+  cudaLaunchAttribute attr[2] = {};
   attr[0].id = cudaLaunchAttributeClusterDimension;
   attr[0].val.clusterDim.x = static_cast<unsigned>(kp.splits);
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
+  attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[1].val.programmaticStreamSerializationAllowed = 1;
   cfg.attrs = attr;
-  cfg.numAttrs = 1;
+  cfg.numAttrs = kPdlFused ? 2 : 1;
   if (predecode) {
     const int64_t kpad = static_cast<int64_t>(kp.num_kb) * 128;  // workspace row (elements)
     CUtensorMap tmap_xh;
@@ -531,6 +590,7 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     xp.out = static_cast<uint16_t*>(exec.workspace);
     xp.out_row_stride = kpad;
     xp.out_batch_stride = p.M * kpad;
+    cfg.numAttrs = kPdl ? 2 : 1;  // the pre-decoded GEMM after the pass
     // stream-K: its flags are zeroed by this pass (the GEMM then runs strictly after it)
     const int sk_ctas = streamk_ctas(p, sm_count);
     const bool streamk = sk_ctas > 0 && exec.workspace_bytes >= ws_need + streamk_bytes(sk_ctas);
@@ -539,8 +599,13 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     xp.num_flags = streamk ? sk_ctas : 0;
     int64_t nthreads = p.L * p.M * kp.num_kb * 2;
     if (nthreads < xp.num_flags) nthreads = xp.num_flags;
-    nvfp4_sm90_x_predecode_kernel<<<static_cast<unsigned>((nthreads + 255) / 256), 256, 0, cuda_stream(exec)>>>(
-        xp);
+    cudaLaunchConfig_t pre_cfg = {};
+    pre_cfg.gridDim = dim3(static_cast<unsigned>((nthreads + 255) / 256), 1, 1);
+    pre_cfg.blockDim = dim3(256, 1, 1);
+    pre_cfg.stream = cuda_stream(exec);
+    pre_cfg.attrs = &attr[1];
+    pre_cfg.numAttrs = kPdl ? 1 : 0;
+    NVFP4_CUDA_TRY(cudaLaunchKernelEx(&pre_cfg, nvfp4_sm90_x_predecode_kernel, xp));
     NVFP4_CHECK_LAUNCH();
     if (streamk) {
       StreamKArgs sk{};
@@ -552,20 +617,16 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
       kp.splits = 1;
       cfg.gridDim = dim3(static_cast<unsigned>(sk_ctas), 1, 1);
       attr[0].val.clusterDim.x = 1;
+      cfg.numAttrs = 1;  // no PDL: the flags the pass zeroed must be zero before any CTA publishes
       NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_streamk_kernel, tmap_w, tmap_xh, tmap_sfw, kp, sk));
       NVFP4_CHECK_LAUNCH();
       return NVFP4_SUCCESS;
     }
-    cudaLaunchAttribute attr2[2] = {attr[0], {}};
-    attr2[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr2[1].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr2;
-    cfg.numAttrs = MainloopPre::kPdl ? 2 : 1;
     NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_predecoded_kernel, tmap_w, tmap_xh, tmap_sfw, kp));
     NVFP4_CHECK_LAUNCH();
     return NVFP4_SUCCESS;
   }
-  NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_kernel, tmap_w, tmap_x, tmap_sfw, tmap_sfx, kp));
+  NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, fused_kernel(kp.num_kb, kp.splits), tmap_w, tmap_x, tmap_sfw, tmap_sfx, kp));
   NVFP4_CHECK_LAUNCH();
   return NVFP4_SUCCESS;
 }

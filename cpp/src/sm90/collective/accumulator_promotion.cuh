@@ -33,10 +33,16 @@
 
 namespace nvfp4::sm90 {
 
-struct AccumulatorPromotion {
-  // K blocks (of 128 elements) per wgmma accumulation chain; 0 = never promote (one
-  // chain over the CTA's whole K slice, the pre-fix behaviour, kept for measurements).
-  static constexpr int kBlocks = NVFP4_SM90_PROMOTE_BLOCKS;
+// kBlocks = K blocks (of 128 elements) per wgmma accumulation chain; 0 = never promote
+// (one chain over the CTA's whole K slice). gemm.cu runs the 0 instance only where
+// every CTA's K slice is at most kShortChainBlocks blocks (measured above: chains of 8
+// blocks keep the error at <= 0.28 of the tolerance; gemm3, H200, the instance itself on
+// 128x7168x2048 / 2304x4608x1024 / 512x4096x512: 0.14 / 0.16 / 0.10), which frees the 64
+// registers of the promoted sum (the fused path's transform warpgroups get 80, not 48;
+// 128x7168x2048: 17.4 -> 16.5 µs).
+template <int kBlocksT>
+struct AccumulatorPromotionT {
+  static constexpr int kBlocks = kBlocksT;
   static_assert(kBlocks >= 0 && (kBlocks & (kBlocks - 1)) == 0, "a power of two (or 0)");
 
   // Local block i starts a chain: its first wgmma ignores the old accumulator, and the
@@ -52,5 +58,11 @@ struct AccumulatorPromotion {
     for (int k = 0; k < 64; ++k) total[k] += acc[k];
   }
 };
+using AccumulatorPromotion = AccumulatorPromotionT<NVFP4_SM90_PROMOTE_BLOCKS>;
+// Longest per-CTA K slice (in 128-K blocks) that may run as one unpromoted chain.
+#ifndef NVFP4_SM90_SHORT_CHAIN_BLOCKS
+#define NVFP4_SM90_SHORT_CHAIN_BLOCKS 8
+#endif
+constexpr int kShortChainBlocks = NVFP4_SM90_SHORT_CHAIN_BLOCKS;
 
 }  // namespace nvfp4::sm90

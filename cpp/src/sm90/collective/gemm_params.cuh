@@ -9,7 +9,25 @@
 
 #include <stdint.h>
 
+// Programmatic dependent launch. kPdl (default on; 0 = every kernel waits for the one
+// before as it used to): the pre-decode pass and the pre-decoded GEMM are launched with
+// programmatic stream serialization and run their prologue (and the GEMM its weight
+// loads) while the grid before them finishes; what may depend on that grid comes after
+// griddepcontrol.wait (gemm.cu). kPdlFused (default off): the same for the fused GEMM
+// (prologue + L2 prefetch of the first <= 8 blocks before the wait). Measured (H200,
+// gemm3, same run): PDL on the pre path -0.7..-1.2 µs; on the fused path -0.3..+0.9 µs
+// on the 128-token shapes and +6 µs on 4096^3 (cause not isolated), hence off there.
+#ifndef NVFP4_SM90_PDL
+#define NVFP4_SM90_PDL 1
+#endif
+#ifndef NVFP4_SM90_PDL_FUSED
+#define NVFP4_SM90_PDL_FUSED 0
+#endif
+
 namespace nvfp4::sm90 {
+
+constexpr bool kPdl = NVFP4_SM90_PDL != 0;
+constexpr bool kPdlFused = NVFP4_SM90_PDL_FUSED != 0;
 
 // How the block scales reach shared memory.
 enum ScaleLoad : int32_t {

@@ -55,8 +55,12 @@ struct MainloopRS {
   // fused path ~14% slower (375 vs 328 µs without promotion); half-block fragment sets
   // (2 x 16 registers, transform kept at 80) were no better (366 µs without promotion,
   // 386-401 µs with it) and were dropped.
-  static constexpr int kTransformRegs = AccumulatorPromotion::kBlocks > 0 ? 48 : 80;
-  static constexpr int kConsumerRegs = AccumulatorPromotion::kBlocks > 0 ? 208 : 176;
+  // The kernel is instantiated per promotion interval P (accumulator_promotion.cuh):
+  // P = 0 (short K slices only) gets the 80 / 176 split.
+  template <int P>
+  static constexpr int transform_regs() { return P > 0 ? 48 : 80; }
+  template <int P>
+  static constexpr int consumer_regs() { return P > 0 ? 208 : 176; }
   static constexpr int kTmaBytes = (kBlockW + kBlockX) * kPackedRow;
   static constexpr int kXAtomBytes = kBlockX * 128;  // one 64-K atom of decoded tokens
   static constexpr int kSfTmaCols = 16;      // kScaleTma box width (bytes)
@@ -193,6 +197,34 @@ struct MainloopRS {
       ptx::mbar_arrive(&s.full[stage]);
   }
 
+  // L2 prefetch of the first blocks' tiles and scales, by one thread before the kernel's
+  // griddepcontrol.wait (programmatic dependent launch, gemm.cu): the DRAM latency of
+  // the first loads then overlaps the tail of the preceding grid. Hints only (ptx.cuh);
+  // cp.async / plain-load scale modes are not prefetched.
+  static constexpr int kPrefetchBlocks = 8;
+  static __device__ __forceinline__ void prefetch_l2(const TmaDescs& tm, const GemmParams& p, int64_t w0,
+                                                     int64_t x0, int32_t l, int32_t kb0, int32_t nkb) {
+    const int n = nkb < kPrefetchBlocks ? nkb : kPrefetchBlocks;
+#pragma unroll 1
+    for (int i = 0; i < n; ++i) {
+      const int32_t kb = kb0 + i;
+      ptx::tma_prefetch_l2_3d(tm.w, kb * kPackedRow, static_cast<int32_t>(w0), l);
+      ptx::tma_prefetch_l2_3d(tm.x, kb * kPackedRow, static_cast<int32_t>(x0), l);
+      if (p.sf_mode == kScaleBulk) {
+        const int64_t tiles_k = p.K / 64;
+        ptx::bulk_prefetch_l2(p.sf_w.data + static_cast<int64_t>(l) * p.sf_w.batch_stride +
+                                  ((w0 / 128) * tiles_k + 2 * static_cast<int64_t>(kb)) * 512,
+                              1024u);
+        ptx::bulk_prefetch_l2(p.sf_x.data + static_cast<int64_t>(l) * p.sf_x.batch_stride +
+                                  ((x0 / 128) * tiles_k + 2 * static_cast<int64_t>(kb)) * 512,
+                              1024u);
+      } else if (p.sf_mode == kScaleTma && (i == 0 || (kb & 1) == 0)) {
+        ptx::tma_prefetch_l2_3d(tm.sfw, (kb >> 1) * kSfTmaCols, static_cast<int32_t>(w0), l);
+        ptx::tma_prefetch_l2_3d(tm.sfx, (kb >> 1) * kSfTmaCols, static_cast<int32_t>(x0), l);
+      }
+    }
+  }
+
   // ---- transform warpgroups: producer + activation decode ----------------------------
   // Thread (r, h): token row r of the tile, K half h (words 2h, 2h+1 of each 16-byte
   // chunk t -> logical chunks 8h..8h+7 = decoded atom h).
@@ -280,11 +312,12 @@ struct MainloopRS {
 
   // wgmma of local block i with fragments `cur`; then (while it runs) decode block i+1
   // into `nxt`, whose previous contents were read by the wgmma of block i-1. `total`
-  // receives each finished promotion chain (accumulator_promotion.cuh).
+  // receives each finished promotion chain (accumulator_promotion.cuh, every P blocks).
+  template <int P>
   static __device__ __forceinline__ void consumer_step(SharedStorage& s, ConsumerState& c, int i, int nkb,
                                                        float (&acc)[64], float (&total)[64], uint32_t (&cur)[32],
                                                        uint32_t (&nxt)[32]) {
-    using Promo = AccumulatorPromotion;
+    using Promo = AccumulatorPromotionT<P>;
     // A new chain starts: the previous one (ended by block i-1, whose group may still run;
     // the decode of this block overlapped it) is waited for and promoted first
     // (before wgmma.fence: the FADDs read the accumulator registers).
@@ -318,6 +351,7 @@ struct MainloopRS {
   }
 
   // Runs the consumer side; out holds this thread's 64x128 fp32 fragment on return.
+  template <int P>
   static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
                                                       int32_t nkb, float (&out)[64]) {
     const int ctid = threadIdx.x - kTransformThreads;  // 0..255
@@ -339,17 +373,17 @@ struct MainloopRS {
     uint32_t fa[32], fb[32];
     if (nkb > 0) load_w_fragments(s, c, fa);
     for (int i = 0; i < nkb; i += 2) {
-      consumer_step(s, c, i, nkb, acc, out, fa, fb);
-      if (i + 1 < nkb) consumer_step(s, c, i + 1, nkb, acc, out, fb, fa);
+      consumer_step<P>(s, c, i, nkb, acc, out, fa, fb);
+      if (i + 1 < nkb) consumer_step<P>(s, c, i + 1, nkb, acc, out, fb, fa);
     }
     ptx::wgmma_wait<0>();
-    if constexpr (AccumulatorPromotion::kBlocks == 0) {
+    if constexpr (P == 0) {
 #pragma unroll
       for (int k = 0; k < 64; ++k) ptx::fence_reg(acc[k]);
 #pragma unroll
       for (int k = 0; k < 64; ++k) out[k] = acc[k];
     } else if (nkb > 0) {
-      AccumulatorPromotion::promote(out, acc);  // the last chain
+      AccumulatorPromotionT<P>::promote(out, acc);  // the last chain
     }
   }
 };

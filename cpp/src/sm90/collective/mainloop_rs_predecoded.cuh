@@ -20,10 +20,15 @@
 // operand of a wgmma still in flight (wrong results from the third K block on; the
 // register fences below only pin virtual registers). Measured gain of 3 sets: none.
 //
-// NVFP4_SM90_PDL=1 (default 0): the kernel is launched with programmatic stream
-// serialization after the pre-decode pass and issues the weight loads of the first
-// stages before griddepcontrol.wait (-2.5 µs on the gpu-mode shapes, H200); verified
-// only for <= 2 K blocks per CTA so far, hence off.
+// Programmatic dependent launch (kPdl, gemm_params.cuh; on by default since gemm3): the
+// kernel is launched with programmatic stream serialization after the pre-decode pass
+// and issues the weight loads of the first stages before griddepcontrol.wait (-2.5 µs
+// on the gpu-mode shapes, H200, gemm; with the pass PDL-launched too, -0.7..-1.2 µs
+// against neither, gemm3). That is safe because the pre-decode pass only
+// signals launch_dependents after its own griddepcontrol.wait: by then every earlier
+// grid (which may have written the weights) has completed. Only the fp16 token tiles,
+// the pass's output, wait. The consumers and the epilogue (alpha, C) run causally after
+// the producer's wait.
 #pragma once
 
 #include <stddef.h>
@@ -46,10 +51,7 @@ struct MainloopRSPredecoded {
   static constexpr int kStages = 5;
   static constexpr int kThreads = 384;
   static constexpr int kFragBuffers = 2;  // see the header comment before raising this
-#ifndef NVFP4_SM90_PDL
-#define NVFP4_SM90_PDL 0
-#endif
-  static constexpr bool kPdl = NVFP4_SM90_PDL != 0;
+  static constexpr bool kPdl = sm90::kPdl;
   static constexpr int kProducerRegs = 56;    // setmaxnreg: 128 * 56 + 256 * 224 <= 65536
   static constexpr int kConsumerRegs = 224;
   static constexpr int kXAtomBytes = kBlockX * 128;
@@ -96,6 +98,8 @@ struct MainloopRSPredecoded {
     RingCursor rc;
     run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc);
   }
+  // kEarly = false: no deferred token tiles (a kernel launched without PDL: stream-K).
+  template <bool kEarly = kPdl>
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
                                                       RingCursor& rc) {
@@ -104,7 +108,7 @@ struct MainloopRSPredecoded {
     const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : p.sf_mode == kScaleTma ? 128u * kSfTmaCols : 0u;
     const uint32_t tx = kBlockW * kPackedRow + 2 * kXAtomBytes + sf_bytes;
     // token tiles deferred past the wait (first segment only: ring positions 0..early-1)
-    const int early = kPdl && rc.iter == 0 ? (nkb < kStages ? nkb : kStages) : 0;
+    const int early = kEarly && rc.iter == 0 ? (nkb < kStages ? nkb : kStages) : 0;
     int stage = rc.stage, phase = rc.phase;
     for (int i = 0; i < nkb; ++i) {
       const int32_t kb = kb0 + i;

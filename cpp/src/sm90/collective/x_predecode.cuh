@@ -15,6 +15,7 @@
 
 #include "../../common/formats.h"
 #include "fp4_decode.cuh"
+#include "ptx.cuh"
 
 namespace nvfp4::sm90 {
 
@@ -32,6 +33,16 @@ struct XPredecodeParams {
   int32_t* zero_flags;                     // stream-K flags of the GEMM that follows (or null)
   int32_t num_flags;
 };
+
+// L2 prefetch of the packed bytes thread idx will read (its 64-byte row piece; the h = 0
+// thread of each pair), issued before griddepcontrol.wait (a hint, see ptx.cuh).
+__device__ __forceinline__ void x_predecode_prefetch(const XPredecodeParams& p, int64_t idx) {
+  const int64_t halves = static_cast<int64_t>(p.num_kb) * 2;
+  if (idx >= static_cast<int64_t>(p.L) * p.M * halves || (idx & 1) != 0) return;
+  const int64_t rest = idx / halves;
+  const int64_t kb = (idx % halves) >> 1;
+  ptx::prefetch_l2(p.a + (rest / p.M) * p.a_batch_stride + (rest % p.M) * p.a_row_stride + kb * 64);
+}
 
 // One thread per (batch, row, 64-K half block): reads 32 packed bytes and 4 scales,
 // writes 8 x 16 bytes. The first num_flags threads also zero the stream-K flags.
