@@ -1,41 +1,21 @@
 // Hopper (sm90a) NVFP4 GEMV:  c[l, m] = alpha * sum_k A[l, m, k] * B[l, 0, k].
 //
 // Memory bound: A (+ its scales) is streamed once at HBM speed; everything else is
-// small. Design (DESIGN.md §8 "GEMV"):
-//   - A is read in 16-byte pieces (one "chunk" = 16 bytes = 32 K elements = 2 scale
-//     blocks), coalesced across the warp, several stages ahead of the math (see the
-//     two kernels below).
-//   - b is decoded once per CTA into shared memory as fp16 (value * 2^13) in the
-//     same K permutation the A decoder produces, with its block scales as fp32.
-//   - e2m1 -> fp16 with integer ops only: a nibble placed with its sign at fp16 bit
-//     15 and its three magnitude bits at 11..9 is the fp16 number e2m1 * 2^-14
-//     (codes 0/1 land on fp16 subnormals, which HFMA2 keeps). Two LOP3 and shifts
-//     give two values (nibbles p and p+4 of a word) at a time.
-//   - Exactness: (a*2^-14)*(b*2^13) = a*b/2 is a multiple of 1/8 with |.| <= 18, so
-//     a chain of 8 HFMA2 per 16-element block (each fp16 lane sums 8 products,
-//     |sum| <= 144 = 1152/8 < 2048/8) is exact in fp16. The two lanes are added in
-//     fp32 (exact), multiplied by sa*sb (exact: 4+4 significant bits, then 12+8 bits)
-//     and accumulated in fp32 with one FFMA per block. The final result is
-//     2 * alpha * acc.
-//   - Warp-shuffle reduction over the lanes (which split K); when K is split across
-//     the warps of a CTA as well (small M*L), a shared-memory reduction follows.
-//     No workspace, no atomics, deterministic.
-//
-// Two kernels:
-//   - gemv_async_kernel (M*L large and every operand 16-byte aligned): each warp owns
-//     4 rows {128*blk + s + 32*q, q = 0..3} and streams them through its own
-//     shared-memory ring of D stages filled with cp.async (16-byte copies of A; the
-//     scales of those 4 rows come as 16-byte pieces: in the blocked layout the 4
-//     rows' scales of one 64-element K tile are 16 contiguous bytes). Many bytes in
-//     flight without holding them in registers. Warps per CTA (4..8) are chosen so
-//     that the CTAs spread evenly over the SMs.
-//   - gemv_reg_kernel (everything else: small M*L, misaligned operands): 16-byte
+// small. Two kernels (DESIGN.md §8 "GEMV"):
+//   - gemv_mma_kernel (the large shapes: M >= 128, M*L >= 4096 rows or >= 1024 where
+//     the register kernel would split K 4-8 ways; 16-byte aligned operands): the
+//     products and the per-scale-block sums run on the int8 tensor cores (mma.sync
+//     m16n8k32, exact in int32) on A decoded to 12 + 2a with prmt table lookups; each
+//     warp streams 16 rows through its own shared-memory ring filled with cp.async.
+//     Details and numerics at the kernel.
+//   - gemv_reg_kernel (everything else: small M*L, misaligned operands): e2m1 ->
+//     fp16 with integer ops, exact fp16 HFMA2 chains per block; 16-byte
 //     non-allocating loads into a register double buffer; K split across the warps
 //     of a CTA (WK) when M*L is small, so that there are enough CTAs for the SMs.
-// Status (H200, bench/NOTES.md "GEMV (sm90a)"): ~2.5-2.9 TB/s on the large shapes,
-// 1.5-2.4x the copy-bandwidth SOL: both kernels are bound by instruction issue
-// (~90 instructions per 16-byte chunk and row, 52 of them the e2m1 decode), not by
-// memory latency. The next step is fewer instructions per byte (notes there).
+//   - Both: b decoded once per CTA into shared memory; fp32 accumulation with one
+//     rounding per scale block; warp-shuffle (+ shared-memory) reductions. No
+//     workspace, no atomics, deterministic.
+// Status and measurements: bench/NOTES.md "GEMV (sm90a)".
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
@@ -72,7 +52,7 @@ struct Args {
   int32_t nchunks;          // K / 32
   int32_t tile_cap;         // min(nchunks, kTileChunksMax): smem row pitch in chunks
   int64_t groups_per_batch; // CTAs per batch
-  int64_t tasks_per_batch;  // async kernel: warp tasks (4 rows each) per batch
+  int64_t tasks_per_batch;  // MMA kernel: warp tasks (16 rows each) per batch
   int32_t tiles_k;          // ceil(K / 64): blocked-layout scale tiles per 128-row block
   const uint8_t* a;
   int64_t a_row, a_batch;
@@ -85,6 +65,7 @@ struct Args {
   int64_t sfb_batch;
   int32_t sf_blocked;          // sfa layout is blocked
   int32_t sfb_blocked;         // sfb layout is blocked
+  int32_t prefetch_stages;     // MMA kernel: L2 prefetch distance beyond the ring, in stages
   float alpha;
   const float* alpha_ptr;
   void* c;
@@ -201,21 +182,6 @@ __device__ __forceinline__ int64_t sf_row_offset(int64_t r, bool blocked, int64_
   return blocked ? (r >> 7) * tile_row_bytes + (r & 31) * 16 + ((r & 127) >> 5) * 4 : r * row_stride;
 }
 
-
-// cp.async (16-byte, L2 only) to a shared-window address; `n` < 16 reads n bytes and
-// zero-fills the rest (all 16 destination bytes are written, also for n == 0).
-__device__ __forceinline__ void cp_async16_s(uint32_t dst, const void* gmem) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
-}
-__device__ __forceinline__ void cp_async16_n_s(uint32_t dst, const void* gmem, int n) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(gmem), "r"(n) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // ---------------------------------------------------------------------------------
 // Shared pieces of both kernels
 // ---------------------------------------------------------------------------------
@@ -256,8 +222,9 @@ __device__ __forceinline__ float warp_sum(float v) {
   return v;
 }
 
-__device__ __forceinline__ void store_out(const Args& args, int64_t l, int64_t row, float acc) {
-  const float v = acc * 2.0f * (args.alpha_ptr ? *args.alpha_ptr : args.alpha);
+// c = acc * factor * alpha (factor: the kernel's fixed scaling of its sums).
+__device__ __forceinline__ void store_out(const Args& args, int64_t l, int64_t row, float acc, float factor) {
+  const float v = acc * factor * (args.alpha_ptr ? *args.alpha_ptr : args.alpha);
   const int64_t off = l * args.c_batch + row * args.c_row;
   switch (args.c_dtype) {
     case static_cast<int32_t>(DType::kFloat16):
@@ -273,200 +240,416 @@ __device__ __forceinline__ void store_out(const Args& args, int64_t l, int64_t r
 }
 
 // ---------------------------------------------------------------------------------
-// gemv_async_kernel: per-warp cp.async rings (see the header)
+// gemv_mma_kernel: int8 tensor-core MMA on exactly decoded values, per-warp cp.async rings
 // ---------------------------------------------------------------------------------
+//
+// Why: the HFMA2 kernel spends ~93 issue slots per 16-byte chunk and row (52 of them
+// decoding e2m1 to fp16 pairs, 29 on fp16 products and the fp32 block-scale chain) and
+// is bound by instruction issue at ~2.5-2.9 TB/s. Here the products and their sums
+// per scale block run on the tensor cores (IMMA m16n8k32, exact in int32) and the
+// decode writes 4 values per register instead of 2.
+//
+// Numerics (exact up to the fp32 accumulation, DESIGN.md §3):
+//   A' = 12 + 2a (u8, 0..24) for each A element a; b' = 2b (s8, -12..12).
+//   Per (row, 16-element scale block) the MMA accumulates sum A'*b' (exact int32)
+//   starting from C = -12 * sum b' of that block, so D = 4 * sum a*b exactly.
+//   acc += float(D) * (sa * sb)   (sa*sb exact in fp32: 4+4 significant bits; the
+//   product D*(sa*sb) exact: <= 12+8 bits; one rounding per block in the FFMA).
+//   c = acc * alpha / 4.
+//
+// Decode (9 integer ops per 8 values, prmt table lookups):
+//   prmt's default mode selects byte (nibble & 7) of an 8-byte table, or, when the
+//   selector nibble's bit 3 is set (the e2m1 sign bit), the sign of that byte
+//   replicated (0xFF for the tables below). With R = prmt(U, w) and
+//   S = prmt(T, w ^ 0x8888): positive codes give R = U[m], S = 0xFF; negative codes
+//   R = 0xFF, S = T[m]; so ~(R & S) = 12 + v for U[m] = ~(12 + v(m)) and 12 - v for
+//   T[m] = ~(12 - v(m)), v(m) = 2|e2m1| in {0,1,2,3,4,6,8,12} (every table byte has
+//   bit 7 set). prmt reads the low 16 bits of the selector only: the high half of a
+//   word takes a shift.
+//
+// MMA mapping (warp task = 16 rows; lane (g, t) = (lane / 4, lane % 4)):
+//   MMA row m is matrix row base + (m & 3) + 32 * (m >> 2), so that in the blocked
+//   scale layout the 16 rows' scales of one 64-element K tile are 64 contiguous bytes.
+//   A step covers 4 consecutive chunks (16 B = 32 elements each); lane (g, t) works on
+//   chunk c_t = 4 * step + t of rows g and g + 8, in 4 MMAs (jw = word 0..3 of the chunk):
+//     A regs: a0/a2 = low/high 4 values of word jw of row g, a1/a3 the same of row g + 8.
+//     B (32 x 8): column n = 2t + (jw >= 2) holds lane t's b values of word jw in the
+//     k-slots of quad lane t, zero elsewhere. So D column 2t is block 0 of chunk c_t,
+//     column 2t + 1 is block 1: every D element is one (row, block) partial.
+//   B fragments: only lane (2t, t) (words 0,1) and lane (2t + 1, t) (words 2,3) are
+//   non-zero; b is decoded once per CTA into shared memory (32 B of b' per chunk in
+//   natural order, {C0, C1, C0, C1}, {sb0, sb1}), and the other lanes read a zero vector.
+//   Lane (g, t) then holds D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]: exactly the
+//   two blocks of its own chunk for its two rows, whose A scales it reads as 2-byte pairs.
+//
+// Memory: each warp streams its 16 rows through its own ring of D stages in shared
+// memory, SC chunks (16*SC bytes) of each row per stage, filled with 16-byte cp.async
+// (LPR lanes per row, so one copy instruction moves whole 128-byte lines of 32 / LPR
+// rows; plus one 16-byte piece of scales per lane). Even and odd rows are laid out 64
+// bytes apart modulo 128 so that the 16-byte reads of a quarter warp (rows g and g + 1)
+// hit all 32 banks once. K may be split across the warps of a CTA (KS, stages
+// interleaved), reduced through shared memory; b is decoded per CTA in tiles of 512
+// chunks (CTA-wide barrier between tiles; the rings keep running across it).
+// Measured (H200, bench/NOTES.md "GEMV (sm90a)"): ~60 instructions per chunk and row
+// (was ~93) but 1.3-2.0x the copy SOL: the copies alone (no math) already take
+// 1.17-1.61x, so the access side, not issue, is the limit now.
 
-constexpr int kAsyncRows = 4;                       // rows per warp task
-constexpr int kStageA = kAsyncRows * 32 * 16;       // 2048 B: 4 rows x 32 chunks
-constexpr int kStageBytes = kStageA + 256;          // + the 4 rows' scales of those chunks
-constexpr int kAsyncTileChunks = 256;               // b tile (8 stages): small, so more CTAs fit
-constexpr int kAsyncMaxWarps = 8;
+constexpr int kMmaRows = 16;               // rows per warp task
+constexpr int kMmaTileChunks = 512;        // b tile (chunks): all of b for K <= 16384
+constexpr int kMmaMaxWarps = 8;
+constexpr int kMmaBChunkBytes = 32 + 16 + 8;  // b', {C0, C1, C0, C1}, {sb0, sb1}
 
-// The decoded b tile, rounded up so that the rings behind it stay 16-byte aligned.
-__host__ __device__ inline size_t b_region_bytes(int tile_cap) {
-  return (static_cast<size_t>(tile_cap) * kSmemBytesPerChunk + 127) / 128 * 128;
+__host__ __device__ constexpr int mma_rows_bytes(int sc) { return 16 * sc * 8; }        // 8 rows of a stage
+__host__ __device__ constexpr int mma_odd_rows(int sc) { return mma_rows_bytes(sc) + 64; }
+__host__ __device__ constexpr int mma_stage_a(int sc) { return mma_odd_rows(sc) + mma_rows_bytes(sc); }
+__host__ __device__ constexpr int mma_stage_bytes(int sc) { return mma_stage_a(sc) + 32 * sc; }
+// The 16-byte zero vector sits after the decoded b tile; the rings after that.
+__host__ __device__ inline uint32_t mma_zero_offset(int tile_cap) {
+  return (static_cast<uint32_t>(tile_cap) * kMmaBChunkBytes + 15) / 16 * 16;
 }
-inline size_t async_smem_bytes(int tile_cap, int warps, int depth) {
-  return b_region_bytes(tile_cap) + static_cast<size_t>(warps) * depth * kStageBytes;
+__host__ __device__ inline size_t mma_b_region_bytes(int tile_cap) {
+  return (mma_zero_offset(tile_cap) + 16 + 127) / 128 * 128;
+}
+inline size_t mma_smem_bytes(int sc, int tile_cap, int warps, int depth) {
+  return mma_b_region_bytes(tile_cap) + static_cast<size_t>(warps) * depth * mma_stage_bytes(sc);
 }
 
-struct __align__(16) AsyncWarpDesc {
-  const uint8_t* a;    // row 0 of the task (or of the batch when it has no rows)
-  const uint8_t* sf;   // its scales
-  uint32_t qoff[3];    // byte offsets of rows 1..3 from row 0 (last valid row past M)
-  uint32_t sf_qstride; // linear scales: bytes between rows q and q+1 (32 rows)
+// Decode tables (see above), as the two 32-bit halves of each 8-byte table.
+constexpr uint32_t kLutPosLo = 0xf0f1f2f3u, kLutPosHi = 0xe7ebedefu;  // ~(12 + v)
+constexpr uint32_t kLutNegLo = 0xf6f5f4f3u, kLutNegHi = 0xfffbf9f7u;  // ~(12 - v)
+
+// 8 e2m1 values of `w` -> 8 bytes 12 + 2*value; lo = elements 0..3, hi = 4..7.
+__device__ __forceinline__ void decode_e2m1x8_u8(uint32_t w, uint32_t& lo, uint32_t& hi) {
+  asm("{\n\t"
+      ".reg .b32 x, wh, xh, r0, r1, s0, s1;\n\t"
+      "xor.b32 x, %2, 0x88888888;\n\t"
+      "shr.u32 wh, %2, 16;\n\t"
+      "shr.u32 xh, x, 16;\n\t"
+      "prmt.b32 r0, %3, %4, %2;\n\t"
+      "prmt.b32 s0, %5, %6, x;\n\t"
+      "prmt.b32 r1, %3, %4, wh;\n\t"
+      "prmt.b32 s1, %5, %6, xh;\n\t"
+      "lop3.b32 %0, r0, s0, 0, 0x3F;\n\t"  // ~(a & b)
+      "lop3.b32 %1, r1, s1, 0, 0x3F;\n\t"
+      "}"
+      : "=r"(lo), "=r"(hi)
+      : "r"(w), "r"(kLutPosLo), "r"(kLutPosHi), "r"(kLutNegLo), "r"(kLutNegHi));
+}
+
+__device__ __forceinline__ void imma_16832(uint4& d, const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.u8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+r"(d.x), "+r"(d.y), "+r"(d.z), "+r"(d.w)
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+
+__device__ __forceinline__ uint4 lds128(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ float2 lds_f2(uint32_t addr) {
+  float2 v;
+  asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr));
+  return v;
+}
+__device__ __forceinline__ uint32_t lds_u16(uint32_t addr) {
+  uint16_t v;
+  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
+  return v;
+}
+
+// cp.async (16 bytes, L2 only) to a shared-window address.
+__device__ __forceinline__ void cp_async16(uint32_t dst, const void* gmem) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(dst), "l"(gmem) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void prefetch_l2(const void* gmem) {
+  asm volatile("prefetch.global.L2 [%0];" ::"l"(gmem));
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// b chunks [t0, t0 + tn) -> shared memory: s_bq[c] = the 32 bytes b' = 2b (s8, natural
+// element order), s_bc[c] = {C0, C1, C0, C1} with C = -12 * sum of the block's b',
+// s_bs[c] = the two block scales in fp32.
+__device__ __forceinline__ void decode_b_tile_mma(uint4* s_bq, uint4* s_bc, float2* s_bs, const uint8_t* b_base,
+                                                  const uint8_t* sfb_base, bool sfb_blocked, int t0, int tn) {
+  for (int c = threadIdx.x; c < tn; c += blockDim.x) {
+    const int64_t cg = static_cast<int64_t>(t0) + c;
+    const uint4 bw = __ldg(reinterpret_cast<const uint4*>(b_base + cg * 16));
+    const uint32_t words[4] = {bw.x, bw.y, bw.z, bw.w};
+    uint32_t o[8];
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      decode_e2m1x8_u8(words[q], o[2 * q], o[2 * q + 1]);
+      o[2 * q] = __vsub4(o[2 * q], 0x0C0C0C0Cu);  // 12 + 2b -> 2b, per byte
+      o[2 * q + 1] = __vsub4(o[2 * q + 1], 0x0C0C0C0Cu);
+    }
+    int s0 = 0, s1 = 0;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      s0 = __dp4a(static_cast<int>(o[i]), 0x01010101, s0);
+      s1 = __dp4a(static_cast<int>(o[4 + i]), 0x01010101, s1);
+    }
+    s_bq[2 * c] = make_uint4(o[0], o[1], o[2], o[3]);
+    s_bq[2 * c + 1] = make_uint4(o[4], o[5], o[6], o[7]);
+    const uint32_t c0 = static_cast<uint32_t>(-12 * s0), c1 = static_cast<uint32_t>(-12 * s1);
+    s_bc[c] = make_uint4(c0, c1, c0, c1);
+    const uint32_t two = ld_bytes2(sfb_base + sf_chunk_offset(cg, sfb_blocked));
+    const __half2_raw sb = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two), __NV_E4M3);
+    s_bs[c] = __half22float2(__half2(sb));
+  }
+}
+
+// Per-lane shared-memory addresses of the consumer side (see the mapping above).
+struct MmaLaneAddrs {
+  uint32_t a;        // row g, chunk t of a stage (row g + 8: + 4 rows)
+  uint32_t sf;       // scale pair of row g, chunk t (row g + 8: + sf_r8)
+  uint32_t b1, b2;   // b' words 0,1 / 2,3 of chunk t of the tile, or the zero vector
+  uint32_t b1_step, b2_step;  // per chunk (0 for the zero vector)
+  uint32_t bc, bs;   // {C0, C1, C0, C1} / {sb0, sb1} of chunk t of the tile
 };
-// Volatile 16-byte shared loads: the descriptor is re-read at every use.
-__device__ __forceinline__ AsyncWarpDesc load_desc(const AsyncWarpDesc* p) {
-  const unsigned addr = static_cast<unsigned>(__cvta_generic_to_shared(p));
-  uint32_t w[8];
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3]) : "r"(addr));
-  asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];"
-               : "=r"(w[4]), "=r"(w[5]), "=r"(w[6]), "=r"(w[7])
-               : "r"(addr + 16));
-  AsyncWarpDesc d;
-  d.a = reinterpret_cast<const uint8_t*>((static_cast<uint64_t>(w[1]) << 32) | w[0]);
-  d.sf = reinterpret_cast<const uint8_t*>((static_cast<uint64_t>(w[3]) << 32) | w[2]);
-  d.qoff[0] = w[4];
-  d.qoff[1] = w[5];
-  d.qoff[2] = w[6];
-  d.sf_qstride = w[7];
-  return d;
+
+// One step: chunks cs + t (tile-relative) of rows g, g + 8 from stage `st`.
+// kCheck: the stage is partial (only chunks < nc of it exist).
+template <int SC, bool kBlocked, bool kCheck>
+__device__ __forceinline__ void mma_step(const MmaLaneAddrs& ad, uint32_t st, int u, int cs, int t, int nc,
+                                         float& acc0, float& acc1) {
+  constexpr uint32_t kA8 = 4 * 16 * SC;          // row g -> row g + 8 in a stage
+  constexpr uint32_t kSfU = kBlocked ? 128 : 8;  // scale pairs: per step (4 chunks)
+  constexpr uint32_t kSfR8 = kBlocked ? 8 : 16 * SC;
+  const uint4 x = lds128(st + ad.a + 64 * u);
+  const uint4 y = lds128(st + ad.a + kA8 + 64 * u);
+  const uint4 p = lds128(ad.b1 + cs * ad.b1_step);
+  const uint4 q = lds128(ad.b2 + cs * ad.b2_step);
+  uint4 d = lds128(ad.bc + 16 * cs);
+  const uint32_t xw[4] = {x.x, x.y, x.z, x.w}, yw[4] = {y.x, y.y, y.z, y.w};
+  const uint32_t bw[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
+#pragma unroll
+  for (int jw = 0; jw < 4; ++jw) {
+    uint32_t a[4];
+    decode_e2m1x8_u8(xw[jw], a[0], a[2]);
+    decode_e2m1x8_u8(yw[jw], a[1], a[3]);
+    imma_16832(d, a, bw[2 * jw], bw[2 * jw + 1]);
+  }
+  const uint32_t sp0 = lds_u16(st + ad.sf + kSfU * u);
+  const uint32_t sp1 = lds_u16(st + ad.sf + kSfR8 + kSfU * u);
+  const float2 sb = lds_f2(ad.bs + 8 * cs);
+  const float2 sa0 =
+      __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sp0), __NV_E4M3)));
+  const float2 sa1 =
+      __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sp1), __NV_E4M3)));
+  float s00 = sa0.x * sb.x, s01 = sa0.y * sb.y, s10 = sa1.x * sb.x, s11 = sa1.y * sb.y;
+  if (kCheck && 4 * u + t >= nc) s00 = s01 = s10 = s11 = 0.0f;  // chunk past K: stale data, maybe NaN scales
+  acc0 = fmaf(static_cast<float>(static_cast<int>(d.x)), s00, acc0);
+  acc0 = fmaf(static_cast<float>(static_cast<int>(d.y)), s01, acc0);
+  acc1 = fmaf(static_cast<float>(static_cast<int>(d.z)), s10, acc1);
+  acc1 = fmaf(static_cast<float>(static_cast<int>(d.w)), s11, acc1);
 }
 
-// A CTA of W = KS * Wt warps owns Wt consecutive warp tasks of one batch; the KS
-// warps of a task split K by stages (warp part kp takes stages kp, kp + KS, ...) and
-// add their sums through shared memory at the end. Stages run across the b tiles
-// without draining the ring: only the b tile switch is CTA-wide. The per-warp state
-// is kept small (one row pointer, row offsets in 32 bits) so that the kernel fits in
-// 72 registers: 28 resident warps per SM.
-template <int D>
-__global__ void __launch_bounds__(kAsyncMaxWarps * 32, 3) gemv_async_kernel(const Args args, int ks_split) {
+// CTA = Wt warp tasks (16 rows each) x KS K-parts; warp part kp takes the stages kp,
+// kp + KS, ... of its task. blockDim = 32 * Wt * KS.
+template <int SC, int D, bool kBlocked, int LPR>
+__global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Args args, int ks_split) {
+  static_assert(SC % 4 == 0 && kMmaTileChunks % SC == 0, "stage geometry");
+  static_assert((LPR == 2 || LPR == 8 || LPR == 16) && SC % LPR == 0, "copy geometry");
+  static_assert(D >= 2, "ring depth");
+  constexpr int kStageA = mma_stage_a(SC);
+  constexpr int kStageBytes = mma_stage_bytes(SC);
+  constexpr int kRowBytes = 16 * SC;  // bytes of one row per stage
+
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  __shared__ float s_red[kAsyncMaxWarps][kAsyncRows];
-  __shared__ AsyncWarpDesc s_desc[kAsyncMaxWarps];
+  __shared__ float s_red[kMmaMaxWarps][kMmaRows];
+
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
-  const int wt = (blockDim.x >> 5) / ks_split;  // tasks per CTA
+  const int wt = (blockDim.x >> 5) / ks_split;
   const int task_local = warp % wt;
-  const int kp = warp / wt;                      // K part of this warp
+  const int kp = warp / wt;
   const int64_t l = blockIdx.x / args.groups_per_batch;
   const int64_t task = (blockIdx.x - l * args.groups_per_batch) * wt + task_local;
-  const int64_t blk = task >> 5;
-  const int s = static_cast<int>(task & 31);
-  const int64_t row0 = blk * 128 + s;  // rows row0 + 32 q, q = 0..3
-  // valid rows are a prefix q < n_rows (0 when the task is past the batch's rows)
-  const int n_rows = task < args.tasks_per_batch && row0 < args.M
-                         ? static_cast<int>((args.M - row0 + 31) / 32 < kAsyncRows ? (args.M - row0 + 31) / 32 : kAsyncRows)
-                         : 0;
+  const int64_t blk = task >> 3;                    // 128-row block
+  const int64_t base = blk * 128 + 4 * (task & 7);  // rows base + i + 32 q
+  const bool task_ok = task < args.tasks_per_batch && base < args.M;
 
-  const int tile_cap = args.tile_cap;
-  uint4* s_b = reinterpret_cast<uint4*>(smem_raw);
-  float2* s_sb = reinterpret_cast<float2*>(smem_raw + 64 * static_cast<size_t>(tile_cap));
-  unsigned char* ring = smem_raw + b_region_bytes(tile_cap) + static_cast<size_t>(warp) * D * kStageBytes;
-
-  const bool sfa_blocked = args.sf_blocked != 0;
   const int nchunks = args.nchunks;
-  // Copy sources. Rows past M copy the last valid row. Scale copies, lanes 0..15
-  // (one 16-byte piece each per stage g):
-  //   blocked: the 4 rows' scales of K tile t are the 16 bytes at base + 512 * t;
-  //            lane i copies tile 16 * g + i.
-  //   linear:  lane i copies bytes 64 * g + 16 * (i % 4) .. of row q = i / 4.
-  // Bytes copied: clamp(sf_rem - g * sf_rem_step, 0, 16) (blocked: 16 while the tile
-  // index is < tiles_k; linear: what is left of the row).
-  // The 64-bit bases live in a per-warp descriptor in shared memory, re-read at every
-  // issue: kept in registers, the compiler (at 72 registers) would rebuild them with
-  // ~60 instructions per stage instead.
-  const int sf_q = (lane >> 2) & 3;
-  const bool sf_ok = n_rows > 0 && lane < 16 && (sfa_blocked || sf_q < n_rows);
-  if (lane == 0) {
-    AsyncWarpDesc& d = s_desc[warp];
-    d.a = args.a + l * args.a_batch + (n_rows ? row0 : 0) * args.a_row;
-    const uint32_t qstride = static_cast<uint32_t>(32 * args.a_row);  // host checks it fits
-    d.qoff[0] = (n_rows > 1 ? 1u : 0u) * qstride;
-    d.qoff[1] = (n_rows > 2 ? 2u : n_rows > 1 ? 1u : 0u) * qstride;
-    d.qoff[2] = static_cast<uint32_t>(max(0, min(3, n_rows - 1))) * qstride;
-    d.sf = sfa_blocked ? args.sfa + l * args.sfa_batch + blk * args.sfa_tile_row_bytes + s * 16
-                       : args.sfa + l * args.sfa_batch + (n_rows ? row0 : 0) * args.sfa_row;
-    d.sf_qstride = sfa_blocked ? 0u : static_cast<uint32_t>(32 * args.sfa_row);
+  const int tile_cap = args.tile_cap;
+  uint4* s_bq = reinterpret_cast<uint4*>(smem_raw);
+  uint4* s_bc = reinterpret_cast<uint4*>(smem_raw + 32 * static_cast<size_t>(tile_cap));
+  float2* s_bs = reinterpret_cast<float2*>(smem_raw + 48 * static_cast<size_t>(tile_cap));
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t zero16 = smem_base + mma_zero_offset(tile_cap);
+  const uint32_t ring = smem_base + static_cast<uint32_t>(mma_b_region_bytes(tile_cap)) +
+                        static_cast<uint32_t>(warp * D * kStageBytes);
+  if (threadIdx.x < 4) reinterpret_cast<uint32_t*>(smem_raw + mma_zero_offset(tile_cap))[threadIdx.x] = 0u;
+
+  // ---- copy side: LPR lanes per row, 32 / LPR rows per copy instruction. Lane L takes
+  // row slot rs = L / LPR, i.e. rows m = rs + (32 / LPR) k of the task, and in each the
+  // 16-byte pieces p + LPR c (p = L % LPR) of the stage. ----
+  constexpr int kRpi = 32 / LPR;          // rows per copy instruction
+  constexpr int kRowsPerLane = 16 / kRpi;
+  const int cp_rs = lane / LPR, cp_p = lane % LPR;
+  // MMA row m -> matrix row base + (m & 3) + 32 (m >> 2); relative to the lane's first row:
+  auto cp_rowoff = [](int k) { return kRpi == 4 ? 32 * k : kRpi == 2 ? 2 * (k & 1) + 32 * (k >> 1) : 0; };
+  const int64_t cp_row0 = base + (cp_rs & 3) + 32 * (cp_rs >> 2);
+  uint32_t cp_rows = 0;  // bit k: the lane's k-th row exists
+#pragma unroll
+  for (int k = 0; k < kRowsPerLane; ++k)
+    if (cp_row0 + cp_rowoff(k) < args.M) cp_rows |= 1u << k;
+  const uint8_t* cp_src = args.a + l * args.a_batch + (cp_rows & 1 ? cp_row0 : 0) * args.a_row + 16 * cp_p;
+  const int64_t cp_arow = args.a_row;
+  auto cp_smem_row = [](int m) { return (m & 1 ? mma_odd_rows(SC) : 0) + (m >> 1) * kRowBytes; };
+  const uint32_t cp_dst = ring + 16 * cp_p;
+  // scales: one 16-byte piece per lane and stage
+  const uint8_t* sf_src;
+  int64_t sf_step;
+  uint32_t sf_dst;
+  int sf_lim;  // the piece exists in stage g while g * sf_gstep < sf_lim (after the lane check)
+  int sf_gstep;
+  bool sf_lane;
+  if constexpr (kBlocked) {
+    // lane -> K tile kt = lane / 4 of the stage, rows base + (lane % 4) (all 4 row groups)
+    const int kt = lane >> 2, ii = lane & 3;
+    sf_lane = kt < SC / 2;
+    sf_src = args.sfa + l * args.sfa_batch + blk * args.sfa_tile_row_bytes + kt * 512 + ((base & 31) + ii) * 16;
+    sf_step = (SC / 2) * 512;
+    sf_dst = ring + kStageA + kt * 64 + ii * 16;
+    sf_lim = args.tiles_k - kt;  // tile (SC/2) g + kt < tiles_k
+    sf_gstep = SC / 2;
+  } else {
+    // lane -> row m = lane / (SC/8), 16-byte piece h = lane % (SC/8) of its 2*SC bytes
+    constexpr int kPieces = SC / 8;
+    const int m = lane / kPieces, h = lane % kPieces;
+    const int64_t row = base + (m & 3) + 32 * (m >> 2);
+    sf_lane = m < 16 && row < args.M;
+    sf_src = args.sfa + l * args.sfa_batch + (sf_lane ? row : 0) * args.sfa_row + 16 * h;
+    sf_step = 2 * SC;
+    sf_dst = ring + kStageA + m * 2 * SC + 16 * h;
+    sf_lim = nchunks - 8 * h;  // bytes [16h, 16h + 16) of the stage's 2 * nc exist: 8 h < nc
+    sf_gstep = SC;
   }
-  __syncwarp();
-  const uint32_t sf_lane_src = sfa_blocked ? lane * 512 : (lane & 3) * 16;  // + sf_q * sf_qstride (linear)
-  const int sf_dst = kStageA + (sfa_blocked ? lane * 16 : sf_q * 64 + (lane & 3) * 16);
-  const int sf_src_step = sfa_blocked ? 16 * 512 : 64;  // bytes per stage
-  const int sf_rem_step = sfa_blocked ? 256 : 64;
-  const int sf_rem = !sf_ok ? -(1 << 30) : sfa_blocked ? (args.tiles_k - lane) * 16 : 2 * nchunks - (lane & 3) * 16;
-  // where this lane finds its scale pair inside a stage, and the step between rows
-  const int sf_lane_off = sfa_blocked ? kStageA + (lane >> 1) * 16 + (lane & 1) * 2 : kStageA + lane * 2;
-  const int sf_row_step = sfa_blocked ? 4 : 64;
 
-  const int n_stages = (nchunks + 31) / 32;
-  const int n_mine = n_rows ? (n_stages - kp + ks_split - 1) / ks_split : 0;  // stages of this warp
+  const int n_stages = (nchunks + SC - 1) / SC;
+  const int n_mine = task_ok && kp < n_stages ? (n_stages - kp + ks_split - 1) / ks_split : 0;
 
-  // The warp's j-th stage g = kp + KS * j (chunks 32 g + lane) into ring slot `slot`.
-  // Nothing is read past K.
-  const uint32_t ring_lane = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + lane * 16;
-  const uint32_t ring_sf = static_cast<uint32_t>(__cvta_generic_to_shared(ring)) + sf_dst;
-  auto issue = [&](int slot, int j) {
-    const int g = kp + ks_split * j;
-    const AsyncWarpDesc d = load_desc(&s_desc[warp]);
-    if (32 * g + lane < nchunks) {
-      const uint32_t st = ring_lane + slot * kStageBytes;
-      const uint8_t* src = d.a + (static_cast<int64_t>(g) * 512 + lane * 16);
-      cp_async16_s(st, src);
-      cp_async16_s(st + 512, src + d.qoff[0]);
-      cp_async16_s(st + 1024, src + d.qoff[1]);
-      cp_async16_s(st + 1536, src + d.qoff[2]);
+  auto issue = [&](int slot, int jj) {
+    const int gs = kp + ks_split * jj;
+    const int nc = min(SC, nchunks - SC * gs);
+    const uint32_t so = slot * kStageBytes;
+    const uint8_t* src = cp_src + static_cast<int64_t>(gs) * kRowBytes;
+#pragma unroll
+    for (int k = 0; k < kRowsPerLane; ++k) {
+      if (!(cp_rows & (1u << k))) continue;
+      const uint8_t* row_src = src + cp_rowoff(k) * cp_arow;
+      const uint32_t row_dst = cp_dst + so + cp_smem_row(cp_rs + kRpi * k);
+#pragma unroll
+      for (int c = 0; c < SC / LPR; ++c)
+        if (nc == SC || cp_p + LPR * c < nc) cp_async16(row_dst + 16 * LPR * c, row_src + 16 * LPR * c);
     }
-    // (a copy of size 0 still zero-fills its 16 destination bytes: lanes 16..31 copy nothing)
-    if (lane < 16)
-      cp_async16_n_s(ring_sf + slot * kStageBytes,
-                     d.sf + (static_cast<int64_t>(g) * sf_src_step + sf_lane_src + sf_q * d.sf_qstride),
-                     min(max(sf_rem - g * sf_rem_step, 0), 16));
+    if (sf_lane && gs * sf_gstep < sf_lim) cp_async16(sf_dst + so, sf_src + gs * sf_step);
   };
 
-  float acc[kAsyncRows];
-#pragma unroll
-  for (int q = 0; q < kAsyncRows; ++q) acc[q] = 0.0f;
+  // ---- consumer constants ----
+  const int g = lane >> 2, t = lane & 3;
+  MmaLaneAddrs ad;
+  ad.a = (g & 1 ? mma_odd_rows(SC) : 0) + (g >> 1) * kRowBytes + 16 * t;
+  ad.sf = kBlocked ? kStageA + (t >> 1) * 64 + (t & 1) * 2 + (g & 3) * 16 + (g >> 2) * 4 : kStageA + g * 2 * SC + 2 * t;
+  const bool b_act = (g >> 1) == t;
+  ad.b1 = b_act && !(g & 1) ? smem_base + 32 * t : zero16;
+  ad.b2 = b_act && (g & 1) ? smem_base + 32 * t + 16 : zero16;
+  ad.b1_step = b_act && !(g & 1) ? 32 : 0;
+  ad.b2_step = b_act && (g & 1) ? 32 : 0;
+  ad.bc = smem_base + 32 * tile_cap + 16 * t;
+  ad.bs = smem_base + 48 * tile_cap + 8 * t;
 
-  // Prologue before the first b decode, so that these loads overlap it.
+  float acc0 = 0.0f, acc1 = 0.0f;  // rows g, g + 8
+
+  // L2 prefetch of the stages after the ring (more bytes in flight than the ring holds):
+  // lane L touches the 128-byte line L % 2 (+ 2c) of row m = L / 2 of a stage.
+  const int pf = args.prefetch_stages;
+  const int64_t pf_row = base + ((lane >> 1) & 3) + 32 * (lane >> 3);
+  const bool pf_ok = pf > 0 && pf_row < args.M;
+  const uint8_t* pf_src = args.a + l * args.a_batch + (pf_ok ? pf_row : 0) * args.a_row + 128 * (lane & 1);
+  auto prefetch = [&](int jj) {
+    const int gs = kp + ks_split * jj;
+    const int nbytes = 16 * min(SC, nchunks - SC * gs);  // of each row in this stage
+#pragma unroll
+    for (int c = 0; c < (SC + 15) / 16; ++c)
+      if (128 * ((lane & 1) + 2 * c) < nbytes) prefetch_l2(pf_src + static_cast<int64_t>(gs) * kRowBytes + 256 * c);
+  };
+
+  // Prologue (before the first b decode, so that these copies overlap it).
 #pragma unroll
   for (int i = 0; i < D - 1; ++i) {
     if (i < n_mine) issue(i, i);
     cp_async_commit();
   }
-  int j = 0, slot = 0, slot_next = D - 1;  // slot of stage j, of stage j + D - 1
+  if (pf_ok)
+    for (int i = D - 1; i < D - 1 + pf && i < n_mine; ++i) prefetch(i);
+
+  int j = 0, slot = 0;
   for (int t0 = 0; t0 < nchunks; t0 += tile_cap) {
     const int tn = min(tile_cap, nchunks - t0);
-    if (t0 > 0) __syncthreads();  // all warps done with the previous b tile
-    decode_b_tile<true>(s_b, s_sb, tile_cap, args.b + l * args.b_batch, args.sfb + l * args.sfb_batch,
-                        args.sfb_blocked != 0, t0, tn);  // b is 16-byte aligned on this path
+    if (t0 > 0) __syncthreads();  // every warp is done with the previous b tile
+    decode_b_tile_mma(s_bq, s_bc, s_bs, args.b + l * args.b_batch, args.sfb + l * args.sfb_batch,
+                      args.sfb_blocked != 0, t0, tn);
     __syncthreads();
 #pragma unroll 1
-    for (; j < n_mine && 32 * (kp + ks_split * j) < t0 + tn; ++j) {
+    for (; j < n_mine && SC * (kp + ks_split * j) < t0 + tn; ++j) {
       __syncwarp();  // every lane is done reading the slot refilled now
-      if (j + D - 1 < n_mine) issue(slot_next, j + D - 1);
+      if (j + D - 1 < n_mine) issue(slot == 0 ? D - 1 : slot - 1, j + D - 1);
       cp_async_commit();
-      cp_async_wait<D - 1>();  // this thread's copies of stage j have landed
-      __syncwarp();            // ... and those of the other lanes (scales)
-      const int c = 32 * (kp + ks_split * j) - t0 + lane;  // tile-relative chunk
-      if (c < tn) {
-        const unsigned char* st = ring + slot * kStageBytes;
-        uint4 bq[4];
+      if (pf_ok && j + D - 1 + pf < n_mine) prefetch(j + D - 1 + pf);
+      cp_async_wait<D - 1>();  // this lane's copies of stage j have landed
+      __syncwarp();            // ... and those of the other lanes
+
+      const int gs = kp + ks_split * j;
+      const int c0 = SC * gs - t0;                // tile-relative chunk of the stage's first chunk
+      const int nc = min(SC, nchunks - SC * gs);  // chunks in this stage
+      const uint32_t st = ring + slot * kStageBytes;
+#ifdef NVFP4_GEMV_PROBE  // standalone experiments only: the copies without the math
+      acc0 += __uint_as_float(lds128(st + ad.a).x & 0x3F800000u);
+      if (nc < 0) {
+#else
+      if (nc == SC) {
+#endif
 #pragma unroll
-        for (int q = 0; q < 4; ++q) bq[q] = s_b[q * tile_cap + c];
-        const float2 sb = s_sb[c];
+        for (int u = 0; u < SC / 4; ++u) mma_step<SC, kBlocked, false>(ad, st, u, c0 + 4 * u, t, nc, acc0, acc1);
+      } else {
 #pragma unroll
-        for (int q = 0; q < kAsyncRows; ++q) {
-          // Rows past M recompute the last valid row; their sums are dropped.
-          const uint4 a = *reinterpret_cast<const uint4*>(st + q * 512 + lane * 16);
-          const uint32_t sf2 = *reinterpret_cast<const unsigned short*>(st + sf_lane_off + q * sf_row_step);
-          acc[q] = chunk_dot(acc[q], a, bq, sb, sf2);
-        }
+        for (int u = 0; u < SC / 4; ++u)
+          if (4 * u < nc && nc < SC) mma_step<SC, kBlocked, true>(ad, st, u, c0 + 4 * u, t, nc, acc0, acc1);
       }
       slot = slot + 1 == D ? 0 : slot + 1;
-      slot_next = slot_next + 1 == D ? 0 : slot_next + 1;
     }
   }
   cp_async_wait<0>();
 
-#pragma unroll
-  for (int q = 0; q < kAsyncRows; ++q) acc[q] = warp_sum(acc[q]);
+  // Sum over the quad (the 4 chunks of a step), then over the KS warps of the task.
+  acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 1);
+  acc1 += __shfl_xor_sync(0xFFFFFFFFu, acc1, 1);
+  acc0 += __shfl_xor_sync(0xFFFFFFFFu, acc0, 2);
+  acc1 += __shfl_xor_sync(0xFFFFFFFFu, acc1, 2);
   if (ks_split > 1) {
-    if (kp != 0 && lane == 0) {
-#pragma unroll
-      for (int q = 0; q < kAsyncRows; ++q) s_red[warp][q] = acc[q];
+    if (kp != 0 && t == 0) {
+      s_red[warp][g] = acc0;
+      s_red[warp][g + 8] = acc1;
     }
     __syncthreads();
     if (kp != 0) return;
-    for (int p = 1; p < ks_split; ++p)
-#pragma unroll
-      for (int q = 0; q < kAsyncRows; ++q) acc[q] += s_red[warp + p * wt][q];
+    for (int pp = 1; pp < ks_split; ++pp) {
+      acc0 += s_red[warp + pp * wt][g];
+      acc1 += s_red[warp + pp * wt][g + 8];
+    }
   }
-  if (lane != 0) return;
-#pragma unroll
-  for (int q = 0; q < kAsyncRows; ++q)
-    if (q < n_rows) store_out(args, l, row0 + 32 * q, acc[q]);
+  if (t != 0 || !task_ok) return;
+  const int64_t r0 = base + (g & 3) + 32 * (g >> 2), r1 = r0 + 64;
+  if (r0 < args.M) store_out(args, l, r0, acc0, 0.25f);
+  if (r1 < args.M) store_out(args, l, r1, acc1, 0.25f);
 }
 
 // ---------------------------------------------------------------------------------
@@ -638,8 +821,9 @@ __global__ void __launch_bounds__(kThreads, (R * U <= 4 ? 2 : 1)) gemv_reg_kerne
   if (lane != 0) return;
 #pragma unroll
   for (int r = 0; r < R; ++r)
-    if (row_ok[r]) store_out(args, l, row0 + r, acc[r]);
+    if (row_ok[r]) store_out(args, l, row0 + r, acc[r], 2.0f);
 }
+
 
 // ---------------------------------------------------------------------------------
 // Host side
@@ -658,10 +842,17 @@ constexpr Config kConfigs[] = {
 };
 constexpr int kNumAutoConfigs = 4;
 constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
-// Async-kernel requests in run_gemv's `cfg`: kAsyncCfg + 1000 * depth + 100 * KS + Wt
-// (KS = 0: automatic KS and Wt).
-constexpr int kAsyncCfg = 10000;
-constexpr int kDefaultDepth = 2;
+// MMA-kernel requests in run_gemv's `cfg`: kMmaCfg + 1000 * variant + 100 * KS + Wt
+// (KS = 0: automatic KS and Wt). Variants (launch_mma_variant): stage chunks SC, ring
+// depth D, lanes per row in the copies LPR.
+constexpr int kMmaCfg = 20000;
+constexpr int kDefaultMmaVariant = 3;
+// L2 prefetch distance (stages beyond the ring) for the automatic choice; forced
+// requests add 100000 * (distance + 1) to the MMA cfg.
+constexpr int kDefaultPrefetch = 0;
+// Automatic choice: the MMA kernel from this many rows on (per batch and in all).
+constexpr int64_t kMmaMinRows = 128;
+constexpr int64_t kMmaMinRowsTotal = 4096;
 
 inline int64_t rows_per_cta(int cfg) { return kConfigs[cfg].R * (kWarps / kConfigs[cfg].WK); }
 
@@ -694,8 +885,8 @@ nvfp4_status_t launch_reg_cfg(int cfg, const Args& args, int64_t ctas, size_t sm
 
 inline bool aligned_to(const void* p, unsigned n) { return (reinterpret_cast<uintptr_t>(p) % n) == 0; }
 
-// Per-device facts the async launch needs (queried once per device and kernel).
-struct AsyncKernelInfo {
+// Per-device facts the MMA launch needs (queried once per device and kernel).
+struct MmaKernelInfo {
   int regs = 0;
   int smem_per_sm = 0;
   int regs_per_sm = 0;
@@ -703,25 +894,25 @@ struct AsyncKernelInfo {
   bool ready = false;
 };
 
-template <int D>
-nvfp4_status_t async_info(int device, AsyncKernelInfo* out) {
+template <int SC, int D, bool kBlocked, int LPR>
+nvfp4_status_t mma_info(int device, MmaKernelInfo* out) {
   constexpr int kMaxDevices = 64;
-  static AsyncKernelInfo cache[kMaxDevices];
-  AsyncKernelInfo* info = (device >= 0 && device < kMaxDevices) ? &cache[device] : nullptr;
+  static MmaKernelInfo cache[kMaxDevices];
+  MmaKernelInfo* info = (device >= 0 && device < kMaxDevices) ? &cache[device] : nullptr;
   if (info && info->ready) {
     *out = *info;
     return NVFP4_SUCCESS;
   }
-  AsyncKernelInfo v;
+  MmaKernelInfo v;
   cudaFuncAttributes fa;
-  NVFP4_CUDA_TRY(cudaFuncGetAttributes(&fa, gemv_async_kernel<D>));
+  NVFP4_CUDA_TRY(cudaFuncGetAttributes(&fa, gemv_mma_kernel<SC, D, kBlocked, LPR>));
   v.regs = fa.numRegs;
   int optin = 0;
   NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
   NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.regs_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
   NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   v.max_smem_block = optin - static_cast<int>(fa.sharedSizeBytes);
-  NVFP4_CUDA_TRY(cudaFuncSetAttribute(gemv_async_kernel<D>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+  NVFP4_CUDA_TRY(cudaFuncSetAttribute(gemv_mma_kernel<SC, D, kBlocked, LPR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       v.max_smem_block));
   v.ready = true;
   if (info) *info = v;  // benign race: every writer stores the same values
@@ -730,7 +921,7 @@ nvfp4_status_t async_info(int device, AsyncKernelInfo* out) {
 }
 
 // CTAs of `warps` warps that fit on one SM (0 if none).
-inline int async_ctas_per_sm(const AsyncKernelInfo& info, int warps, size_t smem) {
+inline int mma_ctas_per_sm(const MmaKernelInfo& info, int warps, size_t smem) {
   if (smem > static_cast<size_t>(info.max_smem_block)) return 0;
   const int by_threads = 2048 / (32 * warps);
   const int regs_per_warp = (info.regs * 32 + 255) / 256 * 256;
@@ -739,58 +930,83 @@ inline int async_ctas_per_sm(const AsyncKernelInfo& info, int warps, size_t smem
   return std::min(std::min(by_threads, by_regs), std::min(by_smem, 32));
 }
 
-// Picks the warps per CTA (one task each, KS = 1). Measured on an H200 (bench/NOTES.md):
-// the kernel is bound by instruction issue once ~14 warps per SM are resident, so
-// more warps (or a K split across warps, KS = 2) did not help, while an uneven
-// number of CTAs per SM costs directly. So: the W in 4..8 whose CTAs spread most
-// evenly over the SMs (single wave: CTAs per SM; several waves: filled slots), at
-// least 2 CTAs per SM, ties to the larger W.
-inline void choose_async_shape(const AsyncKernelInfo& info, const Args& args, int depth, int64_t L, int sm_count,
-                               int* ks_out, int* wt_out) {
+// Picks warps per CTA W = KS * Wt in {2, 4, 8} and the K split KS. The work comes in
+// warp tasks of 16 rows x K; the SM with the most warps sets the time, so the score
+// is the balance (average over maximum resident warps per SM, or filled wave slots
+// for several waves), discounted when fewer than ~12 warps per SM are resident (too
+// little issue to cover the decode). KS > 1 only while each warp keeps >= 2 stages.
+inline void choose_mma_shape(const MmaKernelInfo& info, int sc, int depth, int tile_cap, int64_t tasks_per_batch,
+                             int n_stages, int64_t L, int sm_count, int* ks_out, int* wt_out) {
   double best = -1.0;
-  for (int w = kAsyncMaxWarps; w >= 4; --w) {
-    const int per_sm = async_ctas_per_sm(info, w, async_smem_bytes(args.tile_cap, w, depth));
-    if (per_sm <= 0) continue;
-    const double ctas = static_cast<double>(L * ((args.tasks_per_batch + w - 1) / w));
-    const double slots = static_cast<double>(sm_count) * per_sm;
-    double balance;
-    if (ctas <= slots) {
-      const double per = ctas / sm_count;
-      balance = per / std::ceil(per);
-    } else {
-      const double waves = ctas / slots;
-      balance = waves / std::ceil(waves);
-    }
-    const double score = balance * (per_sm >= 2 ? 1.0 : 0.8);
-    if (score > best + 1e-9) {
-      best = score;
-      *ks_out = 1;
-      *wt_out = w;
+  for (int ks = 1; ks <= kMmaMaxWarps; ks *= 2) {
+    if (ks > 1 && (n_stages + ks - 1) / ks < 2) break;
+    for (int w = kMmaMaxWarps; w >= 2; w /= 2) {
+      if (w < ks) continue;
+      const int per_sm = mma_ctas_per_sm(info, w, mma_smem_bytes(sc, tile_cap, w, depth));
+      if (per_sm <= 0) continue;
+      const int wt = w / ks;
+      const double ctas = static_cast<double>(L * ((tasks_per_batch + wt - 1) / wt));
+      const double slots = static_cast<double>(sm_count) * per_sm;
+      double balance, resident;
+      if (ctas <= slots) {
+        const double per = ctas / sm_count;
+        balance = per / std::ceil(per);
+        resident = per * w;
+      } else {
+        const double waves = ctas / slots;
+        balance = waves / std::ceil(waves);
+        resident = static_cast<double>(per_sm) * w;
+      }
+      const double score = balance * std::min(1.0, resident / 12.0);
+      if (score > best + 1e-9) {
+        best = score;
+        *ks_out = ks;
+        *wt_out = wt;
+      }
     }
   }
 }
 
-template <int D>
-nvfp4_status_t launch_async(Args args, int ks, int wt, const Exec& exec, int sm_count, int64_t L) {
-  AsyncKernelInfo info;
-  const nvfp4_status_t st = async_info<D>(exec.device, &info);
+template <int SC, int D, bool kBlocked, int LPR>
+nvfp4_status_t launch_mma(Args args, int ks, int wt, const Exec& exec, int sm_count, int64_t L) {
+  MmaKernelInfo info;
+  const nvfp4_status_t st = mma_info<SC, D, kBlocked, LPR>(exec.device, &info);
   if (st != NVFP4_SUCCESS) return st;
-  args.tile_cap = args.nchunks < kAsyncTileChunks ? args.nchunks : kAsyncTileChunks;
+  args.tile_cap = args.nchunks <= kMmaTileChunks ? args.nchunks : kMmaTileChunks;
+  const int n_stages = (args.nchunks + SC - 1) / SC;
   if (ks <= 0 || wt <= 0) {
     ks = wt = 0;
-    choose_async_shape(info, args, D, L, sm_count, &ks, &wt);
+    choose_mma_shape(info, SC, D, args.tile_cap, args.tasks_per_batch, n_stages, L, sm_count, &ks, &wt);
     if (ks == 0) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemv: shared memory too small");
   }
   const int warps = ks * wt;
-  const size_t smem = async_smem_bytes(args.tile_cap, warps, D);
-  if (warps > kAsyncMaxWarps || async_ctas_per_sm(info, warps, smem) <= 0)
+  const size_t smem = mma_smem_bytes(SC, args.tile_cap, warps, D);
+  if (warps > kMmaMaxWarps || mma_ctas_per_sm(info, warps, smem) <= 0)
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemv: shared memory too small");
   args.groups_per_batch = (args.tasks_per_batch + wt - 1) / wt;
   const int64_t ctas = args.groups_per_batch * L;
   if (ctas > 0x7FFFFFFF) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemv: grid too large");
-  gemv_async_kernel<D><<<static_cast<unsigned>(ctas), 32 * warps, smem, cuda_stream(exec)>>>(args, ks);
+  gemv_mma_kernel<SC, D, kBlocked, LPR><<<static_cast<unsigned>(ctas), 32 * warps, smem, cuda_stream(exec)>>>(args, ks);
   NVFP4_CHECK_LAUNCH();
   return NVFP4_SUCCESS;
+}
+
+inline nvfp4_status_t launch_mma_variant(int variant, const Args& args, int ks, int wt, const Exec& exec,
+                                         int sm_count, int64_t L) {
+  const bool blocked = args.sf_blocked != 0;
+#define NVFP4_GEMV_MMA_CASE(V, SC, D, LPR)                                                 \
+  case V:                                                                                  \
+    return blocked ? launch_mma<SC, D, true, LPR>(args, ks, wt, exec, sm_count, L)          \
+                   : launch_mma<SC, D, false, LPR>(args, ks, wt, exec, sm_count, L);
+  // Variants measured on an H200 (bench/NOTES.md) and dropped: 0 = (16, 2, 2), 1 = (8, 4, 2),
+  // 4 = (8, 4, 8), 5 = (16, 4, 8), 6 = (16, 3, 8); all slower than 3 on the benchmark shapes.
+  switch (variant) {
+    NVFP4_GEMV_MMA_CASE(2, 16, 2, 8)
+    NVFP4_GEMV_MMA_CASE(3, 16, 2, 16)
+    default: break;
+  }
+#undef NVFP4_GEMV_MMA_CASE
+  return fail(NVFP4_ERROR_INTERNAL, "sm90a gemv: unknown MMA variant %d", variant);
 }
 
 // cfg < 0: automatic. Exposed (inside this namespace) for the standalone tests.
@@ -817,17 +1033,19 @@ inline nvfp4_status_t run_gemv(const GemmProblem& p, const Exec& exec, int cfg) 
                     (sfa_blocked || !multi_row || p.sfa.row_stride % 2 == 0);
   const bool sfb2 = aligned_to(p.sfb.data, 2) && (!multi_batch || p.sfb.batch_stride % 2 == 0);
   const bool aligned = a16 && b16 && sfa2 && sfb2;
-  // The async kernel copies 16-byte pieces of the scales as well.
+  // The MMA kernel bulk-copies 16-byte multiples of the scales from 16-byte aligned
+  // addresses: blocked tiles always; linear rows only when every stage's piece of a
+  // row (2 * 8 chunks = 16 bytes at the least) is whole, i.e. K % 256 == 0.
+  const int64_t nchunks = p.K / 32;
   const bool sfa16 = aligned_to(p.sfa.data, 16) && (!multi_batch || p.sfa.batch_stride % 16 == 0) &&
-                     (sfa_blocked || !multi_row || p.sfa.row_stride % 16 == 0);
-  // ... and addresses rows 32, 64, 96 apart with 32-bit offsets
-  const bool async_ok = aligned && sfa16 && p.a.row_stride >= 0 && p.a.row_stride * 96 < (int64_t{1} << 32);
+                     (sfa_blocked || ((!multi_row || p.sfa.row_stride % 16 == 0) && nchunks % 8 == 0));
+  const bool mma_ok = aligned && sfa16;
 
   Args args{};
   args.M = p.M;
-  args.nchunks = static_cast<int32_t>(p.K / 32);
+  args.nchunks = static_cast<int32_t>(nchunks);
   args.tile_cap = args.nchunks < kTileChunksMax ? args.nchunks : kTileChunksMax;
-  args.tasks_per_batch = (p.M + 127) / 128 * 32;
+  args.tasks_per_batch = (p.M + 127) / 128 * 8;  // MMA kernel: 16-row warp tasks
   args.tiles_k = static_cast<int32_t>((p.K / kSfVec + 3) / 4);
   args.a = p.a.data;
   args.a_row = p.a.row_stride;
@@ -850,19 +1068,26 @@ inline nvfp4_status_t run_gemv(const GemmProblem& p, const Exec& exec, int cfg) 
   args.c_batch = p.c.batch_stride;
 
   if (cfg < 0) {
-    // The async kernel wherever it is allowed and there are enough warp tasks
-    // (4 rows each) to give every SM a dozen warps; else the register kernel.
-    const bool many_rows = args.tasks_per_batch * p.L >= 12LL * sm_count && p.M >= 128;
-    cfg = (async_ok && many_rows) ? kAsyncCfg + 1000 * kDefaultDepth : choose_reg_config(p.M, p.L, sm_count);
+    // The MMA kernel wherever it is allowed and there are rows enough for the SMs;
+    // else (small M * L: latency bound) the register kernel with its K split.
+    // Measured on an H200 (bench/NOTES.md): the MMA kernel wins from M*L >= 4096 rows, and
+    // from 1024 rows where the register kernel would have to split K 4 or 8 ways.
+    const int reg_cfg = choose_reg_config(p.M, p.L, sm_count);
+    const bool many_rows = p.M >= kMmaMinRows && (p.M * p.L >= kMmaMinRowsTotal ||
+                                                   (p.M * p.L >= kMmaMinRowsTotal / 4 && reg_cfg >= 2));
+    cfg = (mma_ok && many_rows) ? kMmaCfg + 1000 * kDefaultMmaVariant : reg_cfg;
   }
-  if (cfg >= kAsyncCfg) {
-    if (!async_ok) {
+  args.prefetch_stages = kDefaultPrefetch;
+  if (cfg >= 100000) {
+    args.prefetch_stages = cfg / 100000 - 1;
+    cfg %= 100000;
+  }
+  if (cfg >= kMmaCfg) {
+    if (!mma_ok) {
       cfg = choose_reg_config(p.M, p.L, sm_count);
     } else {
-      const int depth = (cfg - kAsyncCfg) / 1000, ks = (cfg - kAsyncCfg) / 100 % 10, wt = (cfg - kAsyncCfg) % 100;
-      if (depth == 2) return launch_async<2>(args, ks, wt, exec, sm_count, p.L);
-      if (depth == 3) return launch_async<3>(args, ks, wt, exec, sm_count, p.L);
-      return fail(NVFP4_ERROR_INTERNAL, "sm90a gemv: unknown configuration %d", cfg);
+      const int variant = (cfg - kMmaCfg) / 1000, ks = (cfg - kMmaCfg) / 100 % 10, wt = (cfg - kMmaCfg) % 100;
+      return launch_mma_variant(variant, args, ks, wt, exec, sm_count, p.L);
     }
   }
   if (cfg >= kNumConfigs) return fail(NVFP4_ERROR_INTERNAL, "sm90a gemv: unknown configuration %d", cfg);
