@@ -68,6 +68,28 @@ __device__ __forceinline__ int64_t scale_offset(const ScaleOperand& s, int64_t l
          (s.layout == NVFP4_SF_BLOCKED ? blocked_sf_offset(r, c, K) : r * s.row_stride + c);
 }
 
+// The scale bytes of one row (l, r): column c lives at base[col_offset(c)]. The row part
+// of the blocked offset is computed once per row, so walking a row costs a shift and a
+// mask per column instead of the full 64-bit blocked_sf_offset.
+template <class Byte>
+struct ScaleRow {
+  Byte* base;
+  bool blocked;
+  __device__ __forceinline__ int64_t col_offset(uint32_t c) const {
+    return blocked ? (int64_t(c >> 2) << 9) + (c & 3) : int64_t(c);
+  }
+  __device__ __forceinline__ Byte& operator[](uint32_t c) const { return base[col_offset(c)]; }
+};
+// row_stride is ignored for the blocked layout (its rows are implied by K).
+template <class Byte>
+__device__ __forceinline__ ScaleRow<Byte> scale_row(Byte* data, bool blocked, int64_t row_stride, int64_t batch_stride,
+                                                    int64_t l, int64_t r, int64_t K) {
+  return ScaleRow<Byte>{data + l * batch_stride + (blocked ? blocked_sf_offset(r, 0, K) : r * row_stride), blocked};
+}
+__device__ __forceinline__ ScaleRow<const uint8_t> scale_row(const ScaleOperand& s, int64_t l, int64_t r, int64_t K) {
+  return scale_row(s.data, s.layout == NVFP4_SF_BLOCKED, s.row_stride, s.batch_stride, l, r, K);
+}
+
 __device__ __forceinline__ float read_alpha(const Alpha& a) { return a.device_ptr ? *a.device_ptr : a.value; }
 
 // Stores fp32 `v` rounded once (RNE) to the output dtype at element `index`.

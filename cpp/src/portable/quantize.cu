@@ -292,22 +292,22 @@ constexpr int kQuantRowsWalker = NVFP4_QUANT_ROWS_WALKER;
 template <class T, int W>
 __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeArgs a, const RowWalk walk) {
   constexpr int U = kQuantRowsUnroll<T>;
-  constexpr int64_t S = int64_t(W) * U;  // blocks per segment
-  const int lane = threadIdx.x % W;
+  constexpr uint32_t S = uint32_t(W) * U;  // blocks per segment
+  const uint32_t lane = threadIdx.x % W;
   float gs = *a.gs;
   if (a.gs_is_amax) gs = global_scale_from_amax(gs);
   const QuantScale qs = make_quant_scale(gs);
-  const int64_t blocks = a.K / kSfVec;
+  const uint32_t blocks = static_cast<uint32_t>(a.K / kSfVec);  // < 2^31 (launcher)
+  const uint32_t cols = static_cast<uint32_t>(blocked_sf_cols(a.K));
   for_each_row_segment(walk, [&](int64_t l, int64_t r, int64_t g) {
-    uint8_t* sf_row = a.blocked ? a.sf + l * a.sf_bs : a.sf + l * a.sf_bs + r * a.sf_rs;
-    auto sf_at = [&](int64_t c) -> uint8_t& { return sf_row[a.blocked ? blocked_sf_offset(r, c, a.K) : c]; };
-    const int64_t c0 = g * S + lane;
+    const ScaleRow<uint8_t> sf_at = scale_row(a.sf, a.blocked, a.sf_rs, a.sf_bs, l, r, a.K);
+    const uint32_t c0 = static_cast<uint32_t>(g) * S + lane;
     // blocked: the last segment also zeroes the padding columns (K/16 % 4 == 2)
-    if (a.blocked && g == walk.segs - 1 && lane < blocked_sf_cols(a.K) - blocks) sf_at(blocks + lane) = 0;
+    if (a.blocked && g == walk.segs - 1 && lane < cols - blocks) sf_at[blocks + lane] = 0;
     if (r >= a.R) {  // blocked padding row: zero scales only
 #pragma unroll
       for (int u = 0; u < U; ++u)
-        if (c0 + u * W < blocks) sf_at(c0 + u * W) = 0;
+        if (c0 + u * W < blocks) sf_at[c0 + u * W] = 0;
       return;
     }
     const T* xrow = static_cast<const T*>(a.x) + l * a.x_bs + r * a.x_rs;
@@ -315,14 +315,14 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeA
     Raw16<T> raw[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (c0 + u * W < blocks) load_raw16<T, true>(xrow + (c0 + u * W) * kSfVec, raw[u]);
+      if (c0 + u * W < blocks) load_raw16<T, true>(xrow + size_t(c0 + u * W) * kSfVec, raw[u]);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int64_t c = c0 + u * W;
+      const uint32_t c = c0 + u * W;
       if (c < blocks) {
         uint2 q;
-        sf_at(c) = static_cast<uint8_t>(quantize_raw16(raw[u], qs, a.pack, q.x, q.y));
-        *reinterpret_cast<uint2*>(qrow + c * (kSfVec / 2)) = q;
+        sf_at[c] = static_cast<uint8_t>(quantize_raw16(raw[u], qs, a.pack, q.x, q.y));
+        *reinterpret_cast<uint2*>(qrow + size_t(c) * (kSfVec / 2)) = q;
       }
     }
   });
@@ -372,7 +372,7 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
   bool launched = false;
   if constexpr (kVec && kQuantRowsUnroll<T> > 0) {
     constexpr int W = kQuantRowsWalker;
-    if (p.K / kSfVec >= W * kQuantRowsUnroll<T>) {  // every lane has a block
+    if (p.K / kSfVec >= W * kQuantRowsUnroll<T> && p.K / kSfVec < (int64_t(1) << 31)) {  // every lane has a block
       const RowWalk walk = make_row_walk(p.L, blocked ? blocked_sf_rows(p.rows) : p.rows,
                                          ceil_div(p.K / kSfVec, int64_t(W) * kQuantRowsUnroll<T>), exec.sm_count,
                                          resident_ctas_per_sm<quantize_rows_kernel<T, W>>(), kThreads / W);
@@ -525,28 +525,30 @@ __global__ void __launch_bounds__(kThreads) dequantize_lane16_kernel(const Dequa
 template <class OT, int W>
 __global__ void __launch_bounds__(kThreads) dequantize_rows_kernel(const DequantizeArgs a, const RowWalk walk) {
   constexpr int E = kDequantRowsElems<OT>, U = NVFP4_DEQUANT_ROWS_UNROLL;
-  constexpr int64_t S = int64_t(W) * U;  // pieces per segment
-  const int lane = threadIdx.x % W;
+  constexpr uint32_t S = uint32_t(W) * U;  // pieces per segment
+  static_assert(kSfVec % E == 0, "a piece lies inside one scale block");
+  const uint32_t lane = threadIdx.x % W;
   const float gs = read_alpha(a.gs);
-  const int64_t pieces = a.K / E;
+  const uint32_t pieces = static_cast<uint32_t>(a.K / E);  // < 2^31 (launcher)
   for_each_row_segment(walk, [&](int64_t l, int64_t r, int64_t g) {
     const uint8_t* qrow = a.q + l * a.q_bs + r * a.q_rs;
     OT* orow = static_cast<OT*>(a.out) + l * a.o_bs + r * a.o_rs;
-    const int64_t c0 = g * S + lane;
+    const ScaleRow<const uint8_t> sf = scale_row(a.sf, l, r, a.K);
+    const uint32_t c0 = static_cast<uint32_t>(g) * S + lane;
     PackedPiece<E> w[U];
     float s[U];
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int64_t c = c0 + int64_t(u) * W;
+      const uint32_t c = c0 + u * W;
       if (c < pieces) {
-        load_packed(qrow + c * (E / 2), w[u]);
-        s[u] = e4m3_to_float_fast(a.sf.data[scale_offset(a.sf, l, r, c * E / kSfVec, a.K)]);
+        load_packed(qrow + size_t(c) * (E / 2), w[u]);
+        s[u] = e4m3_to_float_fast(__ldg(&sf[c / (kSfVec / E)]));
       }
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const int64_t c = c0 + int64_t(u) * W;
-      if (c < pieces) dequantize_piece<OT, E>(orow + c * E, w[u], s[u], gs);
+      const uint32_t c = c0 + u * W;
+      if (c < pieces) dequantize_piece<OT, E>(orow + size_t(c) * E, w[u], s[u], gs);
     }
   });
 }
@@ -592,7 +594,8 @@ nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& e
   a.o_rs = p.out_row_stride;
   a.o_bs = p.out_batch_stride;
   constexpr int W = NVFP4_DEQUANT_ROWS_WALKER;
-  if (kVec && p.K / kDequantRowsElems<OT> >= W * NVFP4_DEQUANT_ROWS_UNROLL) {  // every lane has a piece
+  if (kVec && p.K / kDequantRowsElems<OT> >= W * NVFP4_DEQUANT_ROWS_UNROLL &&
+      p.K / kDequantRowsElems<OT> < (int64_t(1) << 31)) {  // every lane has a piece; 32-bit piece indices
     const RowWalk walk = make_row_walk(p.L, p.rows, ceil_div(p.K / kDequantRowsElems<OT>, int64_t(W) * NVFP4_DEQUANT_ROWS_UNROLL),
                                        exec.sm_count, resident_ctas_per_sm<dequantize_rows_kernel<OT, W>>(), kThreads / W);
     dequantize_rows_kernel<OT, W><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
