@@ -339,6 +339,9 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeA
   float gs = *a.gs;
   if (a.gs_is_amax) gs = global_scale_from_amax(gs);
   const QuantScale qs = make_quant_scale(gs);
+  __shared__ float inv_lut[256];  // quant_inv_of(sf, gs) for every scale byte
+  fill_inv_lut(inv_lut, gs);
+  __syncthreads();
   const uint32_t blocks = static_cast<uint32_t>(a.K / kSfVec);  // < 2^31 (launcher)
   const uint32_t cols = static_cast<uint32_t>(blocked_sf_cols(a.K));
   for_each_row_segment(walk, [&](int64_t l, int64_t r, int64_t g) {
@@ -363,7 +366,7 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeA
       const uint32_t c = c0 + u * W;
       if (c < blocks) {
         uint2 q;
-        sf_at[c] = static_cast<uint8_t>(quantize_raw16(raw[u], qs, a.pack, q.x, q.y));
+        sf_at[c] = static_cast<uint8_t>(quantize_raw16<T, true>(raw[u], qs, a.pack, q.x, q.y, inv_lut));
         *reinterpret_cast<uint2*>(qrow + size_t(c) * (kSfVec / 2)) = q;
       }
     }
@@ -510,17 +513,10 @@ __device__ __forceinline__ void load_packed(const uint8_t* qp, PackedPiece<E>& p
   }
 }
 
-#ifndef NVFP4_DEQUANT_STORE_CS
-#define NVFP4_DEQUANT_STORE_CS 0
-#endif
-// A 16-byte output store (optionally st.global.cs: streaming, evict-first).
+// A 16-byte output store (st.global.cs measured no different on the H100, round 2).
 template <class OT>
 __device__ __forceinline__ void store_out16(OT* dst, uint4 v) {
-  if constexpr (NVFP4_DEQUANT_STORE_CS) {
-    __stcs(reinterpret_cast<uint4*>(dst), v);
-  } else {
-    *reinterpret_cast<uint4*>(dst) = v;
-  }
+  *reinterpret_cast<uint4*>(dst) = v;
 }
 
 // Dequantizes E elements (all in one scale block when E <= 16) to dst (16-byte aligned).
