@@ -9,7 +9,7 @@
 // measured), whose transform warpgroups get 80 registers instead of 48.
 //
 // Launch: programmatic dependent launch (kPdl, gemm_params.cuh) on the pre-decode pass
-// and the pre-decoded GEMM (the fused GEMM only with kPdlFused, off: it measured slower);
+// and the pre-decoded GEMM, and on the fused GEMM (kPdlFused, without L2 prefetches);
 // each kernel's prologue overlaps the end of the grid before it, and nothing that grid
 // may write or read is touched before griddepcontrol.wait (details at the kernels).
 //
@@ -37,6 +37,9 @@
 
 #include <atomic>
 #include <mutex>
+#ifdef NVFP4_SM90_DEBUG_PLAN
+#include <cstdio>
+#endif
 
 #include "../backends.hpp"
 #include "../common/cuda_check.hpp"
@@ -63,9 +66,10 @@ static_assert(Epilogue::kTileW == Mainloop::kBlockW && Epilogue::kTileX == Mainl
 
 // P = promotion interval in K blocks (accumulator_promotion.cuh): the default, or 0 when
 // every CTA's K slice is at most kShortChainBlocks blocks (host: fused_kernel()).
-// With kPdlFused (off by default, gemm_params.cuh) the prologue runs before
-// griddepcontrol.wait, and so do L2 prefetches of the first blocks (hints); every real
-// global load and store, and the alpha read, come after it. launch_dependents is
+// With kPdlFused (on by default, gemm_params.cuh) the prologue runs before
+// griddepcontrol.wait (with kPdlFusedPrefetch, off, also L2 prefetches of the first
+// blocks: hints, measured slower); every real global load and store, and the alpha
+// read, come after it. launch_dependents is
 // signalled right away: the next grid's CTAs may then take SMs as this grid's CTAs
 // leave (they wait for this grid before touching memory).
 template <int P>
@@ -86,7 +90,7 @@ __global__ void __launch_bounds__(Mainloop::kThreads, 1)
     Mainloop::init_barriers(s, p);
     ptx::tma_prefetch_desc(&tmap_w);
     ptx::tma_prefetch_desc(&tmap_x);
-    if (kPdlFused) Mainloop::prefetch_l2(tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
+    if (kPdlFused && kPdlFusedPrefetch) Mainloop::prefetch_l2(tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
   }
   __syncthreads();
   if (kPdlFused) {
@@ -138,31 +142,46 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   const TileWork work = cluster_splitk_work(p.splits, p.num_kb);
   const int64_t w0 = static_cast<int64_t>(work.tile_w) * MainloopPre::kBlockW;
   const int64_t x0 = static_cast<int64_t>(work.tile_x) * MainloopPre::kBlockX;
+  // Token multicast (kXMulticast): cluster = 2 x splits CTAs, weight tiles 2c (ranks
+  // 0..splits-1) and 2c+1 (ranks splits..2 splits-1); partner = same split of the other tile.
+  MainloopPre::XShare xs;
+  int rank_base = 0;
+  if (kXMulticast && p.x_multicast) {
+    xs.half = static_cast<uint32_t>(work.tile_w & 1);
+    rank_base = static_cast<int>(xs.half) * p.splits;
+    xs.peer = static_cast<uint32_t>((1 - static_cast<int>(xs.half)) * p.splits + work.split);
+    xs.mask = static_cast<uint16_t>((1u << (rank_base + work.split)) | (1u << xs.peer));
+  }
 
   if (threadIdx.x == 0) {
     MainloopPre::init_barriers(s, p);
     ptx::tma_prefetch_desc(&tmap_w);
     ptx::tma_prefetch_desc(&tmap_xh);
   }
-  __syncthreads();
+  if (kXMulticast && p.x_multicast)
+    ptx::cluster_sync();  // the partner's barriers are initialized before any multicast or remote arrive
+  else
+    __syncthreads();
 
   float* tile = reinterpret_cast<float*>(&s.ring[0]);
   if (threadIdx.x < 128) {
     ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
     if (threadIdx.x < 32) {
       const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
-      MainloopPre::run_producer(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
+      MainloopPre::run_producer(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count, xs);
     }
     ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
   } else {
     ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
     float sum[64];
-    MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, sum);
+    MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, sum, xs);
     ptx::named_barrier_sync(1, MainloopPre::kThreads);
     Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
   }
+  // (every token tile this CTA receives was waited for by its consumers: no multicast
+  // write into the ring is pending when the tile overwrites it)
   const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
-  Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
+  Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha, rank_base);
 }
 
 // Small-M path with stream-K (tile_scheduler.cuh): gridDim.x CTAs, all co-resident,
@@ -450,6 +469,17 @@ int choose_splits_fitting(const void* kernel, int kernel_id, size_t smem, int th
   return s;
 }
 
+// Token multicast on the pre-decoded path (kXMulticast, off: measured slower,
+// gemm_params.cuh): clusters of 2 x splits CTAs.
+// Taken only when the weight tiles pair up (even count), the cluster stays portable
+// (<= 8) and the pairs' clusters fit at once with the same split as without multicast
+// (otherwise fewer CTAs would run: no multicast).
+bool use_x_multicast(int64_t tiles_w, int64_t tiles, int splits, int device) {
+  if (!kXMulticast || tiles_w % 2 != 0 || 2 * splits > 8) return false;
+  return max_active_clusters(reinterpret_cast<const void*>(nvfp4_sm90_gemm_predecoded_kernel), 1, kSmemBytesPre,
+                             MainloopPre::kThreads, 2 * splits, device) >= tiles / 2;
+}
+
 using FusedKernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, GemmParams);
 constexpr FusedKernelFn kFusedPromoted = nvfp4_sm90_gemm_kernel<AccumulatorPromotion::kBlocks>;
 constexpr FusedKernelFn kFusedShortChain = nvfp4_sm90_gemm_kernel<0>;
@@ -554,6 +584,13 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
                                                 exec.device)
                         : fused_splits;
 
+  kp.x_multicast = predecode && use_x_multicast(tiles_w, tiles, kp.splits, exec.device) ? 1 : 0;
+#ifdef NVFP4_SM90_DEBUG_PLAN
+  fprintf(stderr, "[sm90 plan] M=%lld N=%lld K=%lld pre=%d splits=%d fused_splits=%d short=%d x_multicast=%d\n",
+          static_cast<long long>(p.M), static_cast<long long>(p.N), static_cast<long long>(p.K), predecode ? 1 : 0,
+          kp.splits, fused_splits, fused_short ? 1 : 0, kp.x_multicast);
+#endif
+
   cudaLaunchConfig_t cfg = {};
   cfg.gridDim = dim3(static_cast<unsigned>(tiles_w * kp.splits), static_cast<unsigned>(tiles_x),
                      static_cast<unsigned>(p.L));
@@ -563,7 +600,7 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   // [0] cluster shape, [1] programmatic dependent launch (kPdl: see the kernels)
   cudaLaunchAttribute attr[2] = {};
   attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(kp.splits);
+  attr[0].val.clusterDim.x = static_cast<unsigned>(kp.x_multicast ? 2 * kp.splits : kp.splits);
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
   attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -615,6 +652,7 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
       sk.tiles_w = static_cast<int32_t>(tiles_w);
       sk.tiles_x = static_cast<int32_t>(tiles_x);
       kp.splits = 1;
+      kp.x_multicast = 0;
       cfg.gridDim = dim3(static_cast<unsigned>(sk_ctas), 1, 1);
       attr[0].val.clusterDim.x = 1;
       cfg.numAttrs = 1;  // no PDL: the flags the pass zeroed must be zero before any CTA publishes

@@ -81,11 +81,12 @@ struct EpilogueClusterReduce {
   }
 
   // All threads of the CTA. `tile` = this CTA's staged fp32 tile (already written and
-  // visible CTA-wide). The result is (acc * 2^28) * alpha: 2^28 undoes the decode's
+  // visible CTA-wide). The S tiles are in cluster ranks rank_base .. rank_base + S - 1
+  // (rank_base > 0: token multicast pairs two split-K groups in one cluster). The result is (acc * 2^28) * alpha: 2^28 undoes the decode's
   // 2^-14 per operand.
   static __device__ __forceinline__ void reduce_and_store(const GemmParams& p, const float* tile, int splits,
                                                           int rank, int64_t w0, int64_t x0, int32_t l,
-                                                          float alpha) {
+                                                          float alpha, int rank_base = 0) {
     ptx::cluster_sync();  // all S tiles written
     const int row_begin = rank * kTileX / splits;  // splits need not divide 128
     const int rows = (rank + 1) * kTileX / splits - row_begin;
@@ -100,7 +101,7 @@ struct EpilogueClusterReduce {
       const uint32_t off = static_cast<uint32_t>((xr * kPitch + wc) * 4);
       float v[4] = {0.f, 0.f, 0.f, 0.f};
       for (int q = 0; q < splits; ++q) {
-        const float4 f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
+        const float4 f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(rank_base + q)));
         v[0] += f.x; v[1] += f.y; v[2] += f.z; v[3] += f.w;
       }
       // (acc * 2^28) is exact; then one rounding for alpha, as the reference does.

@@ -13,19 +13,39 @@
 // before as it used to): the pre-decode pass and the pre-decoded GEMM are launched with
 // programmatic stream serialization and run their prologue (and the GEMM its weight
 // loads) while the grid before them finishes; what may depend on that grid comes after
-// griddepcontrol.wait (gemm.cu). kPdlFused (default off): the same for the fused GEMM
-// (prologue + L2 prefetch of the first <= 8 blocks before the wait). Measured (H200,
-// gemm3, same run): PDL on the pre path -0.7..-1.2 µs; on the fused path -0.3..+0.9 µs
-// on the 128-token shapes and +6 µs on 4096^3 (cause not isolated), hence off there.
+// griddepcontrol.wait (gemm.cu). kPdlFused (default on since gemm4): the same for the
+// fused GEMM (barrier init + descriptor prefetch before the wait). Measured (H200, same
+// run each): PDL on the pre path -0.7..-1.2 µs (gemm3); on the fused path with L2
+// prefetches of the first <= 8 blocks before the wait (kPdlFusedPrefetch) -0.3..+0.9 µs
+// on the 128-token shapes and +6 µs on 4096^3 (gemm3), without them -0.9 µs on
+// 128x7168x2048 (15.75 -> 14.83) and +0.1% on 4096^3 (gemm4).
 #ifndef NVFP4_SM90_PDL
 #define NVFP4_SM90_PDL 1
 #endif
 #ifndef NVFP4_SM90_PDL_FUSED
-#define NVFP4_SM90_PDL_FUSED 0
+#define NVFP4_SM90_PDL_FUSED 1
+#endif
+
+// kPdlFusedPrefetch (default off): with kPdlFused, thread 0 also issues L2 prefetches of
+// the first blocks before the wait (gemm3's variant, slower: above).
+#ifndef NVFP4_SM90_PDL_FUSED_PREFETCH
+#define NVFP4_SM90_PDL_FUSED_PREFETCH 0
+#endif
+// Token-tile multicast on the pre-decoded path (gemm4): the CTAs of two neighbouring
+// weight tiles with the same K slice form one cluster (2 x splits CTAs) and each loads
+// one of the two 64-K atoms of the fp16 token tile, multicast to both (halves the L2 ->
+// SM token traffic, 4x the weight bytes per block at M = 128). Host side: gemm.cu.
+// Off: correct (H200, gemm4: float64 check of every output on 9 pre-path shapes, PDL
+// hazard test, memcheck) but much slower: 128x7168x16384 89.6 vs 64.5 µs, 128x4096x7168
+// 32.5 vs 26.5 µs (the pre path is not L2-bandwidth bound; the pair advances in lock step).
+#ifndef NVFP4_SM90_X_MULTICAST
+#define NVFP4_SM90_X_MULTICAST 0
 #endif
 
 namespace nvfp4::sm90 {
 
+constexpr bool kPdlFusedPrefetch = NVFP4_SM90_PDL_FUSED_PREFETCH != 0;
+constexpr bool kXMulticast = NVFP4_SM90_X_MULTICAST != 0;
 constexpr bool kPdl = NVFP4_SM90_PDL != 0;
 constexpr bool kPdlFused = NVFP4_SM90_PDL_FUSED != 0;
 
@@ -53,6 +73,7 @@ struct GemmParams {
   int32_t splits;        // CTAs per cluster sharing one output tile (split-K)
   int32_t sf_blocked;    // 1: blocked 128x4 scale layout, 0: linear
   int32_t sf_mode;       // ScaleLoad: how the producer fetches the block scales
+  int32_t x_multicast;   // pre-decoded path with kXMulticast: 1 = clusters of 2 x splits CTAs
   ScaleSrc sf_w, sf_x;
   float alpha;
   const float* alpha_ptr;  // read in-kernel when non-null

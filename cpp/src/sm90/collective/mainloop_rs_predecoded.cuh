@@ -20,6 +20,15 @@
 // operand of a wgmma still in flight (wrong results from the third K block on; the
 // register fences below only pin virtual registers). Measured gain of 3 sets: none.
 //
+// Token multicast (kXMulticast, gemm_params.cuh; p.x_multicast): the CTA pairs with the
+// CTA of the neighbouring weight tile and the same K slice (XShare); each loads one
+// 64-K atom of every token tile, multicast into both CTAs' stage (same smem offset;
+// each full barrier still expects the whole tile's bytes, possibly counted before its
+// own arrive.expect_tx: tx-counts may go negative inside a phase). A stage is then
+// written by both producers, so each consumer warp releases it in both CTAs (empty
+// barriers count 8 local + 8 remote warps) and a producer refills only when both
+// CTAs' consumers are done with it. Both CTAs run the same number of blocks.
+//
 // Programmatic dependent launch (kPdl, gemm_params.cuh; on by default since gemm3): the
 // kernel is launched with programmatic stream serialization after the pre-decode pass
 // and issues the weight loads of the first stages before griddepcontrol.wait (-2.5 µs
@@ -41,6 +50,13 @@
 #include "ptx.cuh"
 
 namespace nvfp4::sm90 {
+
+// Token multicast partner (kXMulticast); mask == 0: none, this CTA loads both atoms.
+struct XTileShare {
+  uint16_t mask = 0;  // cluster ranks of this CTA and its partner
+  uint32_t half = 0;  // the atom this CTA loads
+  uint32_t peer = 0;  // partner's cluster rank
+};
 
 struct MainloopRSPredecoded {
   static constexpr int kBlockW = 128;
@@ -74,11 +90,25 @@ struct MainloopRSPredecoded {
     const void* sfw;  // kScaleTma only
   };
 
+  using XShare = XTileShare;
+
+  // Token tile of global K block kb into `st` (both atoms, or this CTA's atom to both CTAs).
+  static __device__ __forceinline__ void load_x(Stage& st, const TmaDescs& tm, uint64_t* bar, int32_t kb,
+                                                int64_t x0, int32_t l, const XShare& xs) {
+    if (kXMulticast && xs.mask != 0) {
+      ptx::tma_load_3d_multicast(st.x[xs.half], tm.xh, bar, kb * kBlockK + 64 * static_cast<int32_t>(xs.half),
+                                 static_cast<int32_t>(x0), l, xs.mask);
+      return;
+    }
+    ptx::tma_load_3d(st.x[0], tm.xh, bar, kb * kBlockK, static_cast<int32_t>(x0), l);
+    ptx::tma_load_3d(st.x[1], tm.xh, bar, kb * kBlockK + 64, static_cast<int32_t>(x0), l);
+  }
+
   static __device__ __forceinline__ void init_barriers(SharedStorage& s, const GemmParams& p) {
     const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
     for (int i = 0; i < kStages; ++i) {
       ptx::mbar_init(&s.full[i], tx_only ? 1 : 1 + 32);
-      ptx::mbar_init(&s.empty[i], 8);  // consumer warps
+      ptx::mbar_init(&s.empty[i], kXMulticast && p.x_multicast ? 16 : 8);  // consumer warps (+ partner's)
     }
     ptx::mbar_init_fence();
   }
@@ -94,15 +124,16 @@ struct MainloopRSPredecoded {
   // still runs: the first kStages blocks get their weights and scales first, and the
   // fp16 token tiles (the pass's output) only after griddepcontrol.wait.
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
-                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb) {
+                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
+                                                      const XShare& xs = XShare{}) {
     RingCursor rc;
-    run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc);
+    run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc, xs);
   }
   // kEarly = false: no deferred token tiles (a kernel launched without PDL: stream-K).
   template <bool kEarly = kPdl>
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
-                                                      RingCursor& rc) {
+                                                      RingCursor& rc, const XShare& xs = XShare{}) {
     const int lane = threadIdx.x & 31;
     const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
     const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : p.sf_mode == kScaleTma ? 128u * kSfTmaCols : 0u;
@@ -116,11 +147,7 @@ struct MainloopRSPredecoded {
         // token tiles of the first blocks, once the pre-decode pass is done
         ptx::pdl_wait_primary();
         if (lane == 0)
-          for (int e = 0; e < early; ++e) {
-            ptx::tma_load_3d(s.ring[e].x[0], tm.xh, &s.full[e], (kb0 + e) * kBlockK, static_cast<int32_t>(x0), l);
-            ptx::tma_load_3d(s.ring[e].x[1], tm.xh, &s.full[e], (kb0 + e) * kBlockK + 64,
-                             static_cast<int32_t>(x0), l);
-          }
+          for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, l, xs);
       }
       if (rc.iter + i >= kStages) ptx::mbar_wait(&s.empty[stage], phase ^ 1);
       Stage& st = s.ring[stage];
@@ -128,10 +155,7 @@ struct MainloopRSPredecoded {
       if (lane == 0) {
         ptx::mbar_arrive_expect_tx(bar, tx);
         ptx::tma_load_3d(st.w, tm.w, bar, kb * kPackedRow, static_cast<int32_t>(w0), l);
-        if (i >= early) {
-          ptx::tma_load_3d(st.x[0], tm.xh, bar, kb * kBlockK, static_cast<int32_t>(x0), l);
-          ptx::tma_load_3d(st.x[1], tm.xh, bar, kb * kBlockK + 64, static_cast<int32_t>(x0), l);
-        }
+        if (i >= early) load_x(st, tm, bar, kb, x0, l, xs);
         if (p.sf_mode == kScaleBulk) {
           const int64_t tiles_k = p.K / 64;
           const uint8_t* gw = p.sf_w.data + static_cast<int64_t>(l) * p.sf_w.batch_stride +
@@ -156,11 +180,7 @@ struct MainloopRSPredecoded {
     if (nkb == early && nkb > 0) {
       ptx::pdl_wait_primary();
       if (lane == 0)
-        for (int e = 0; e < early; ++e) {
-          ptx::tma_load_3d(s.ring[e].x[0], tm.xh, &s.full[e], (kb0 + e) * kBlockK, static_cast<int32_t>(x0), l);
-          ptx::tma_load_3d(s.ring[e].x[1], tm.xh, &s.full[e], (kb0 + e) * kBlockK + 64, static_cast<int32_t>(x0),
-                           l);
-        }
+        for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, l, xs);
     }
   }
 
@@ -172,7 +192,14 @@ struct MainloopRSPredecoded {
     int32_t kb;          // global K block of the next fragments to load
     int stage, sphase;   // ring position of the next fragments to load
     int mstage;          // ring position of the next wgmma
+    uint32_t peer_empty0;  // kXMulticast: cluster address of the partner's empty[0] (0: none)
   };
+
+  // Releases ring stage rs (lane 0 of a consumer warp): here, and at the partner's.
+  static __device__ __forceinline__ void release_stage(SharedStorage& s, const ConsumerState& c, int rs) {
+    ptx::mbar_arrive(&s.empty[rs]);
+    if (kXMulticast && c.peer_empty0 != 0) ptx::mbar_arrive_remote(c.peer_empty0 + 8u * static_cast<uint32_t>(rs));
+  }
 
   static __device__ __forceinline__ void load_w_fragments(SharedStorage& s, ConsumerState& c, uint32_t (&f)[32]) {
     ptx::mbar_wait(&s.full[c.stage], c.sphase);
@@ -224,7 +251,7 @@ struct MainloopRSPredecoded {
       __syncwarp();
       int rs = ms - (kFragBuffers - 1);
       if (rs < 0) rs += kStages;
-      if (c.lane == 0) ptx::mbar_arrive(&s.empty[rs]);
+      if (c.lane == 0) release_stage(s, c, rs);
     }
     c.mstage = ms + 1 == kStages ? 0 : ms + 1;
     if (i + 1 < nkb) load_w_fragments(s, c, nxt);
@@ -241,6 +268,7 @@ struct MainloopRSPredecoded {
     c.ring0 = ptx::smem_u32(&s.ring[0]);
     c.kb = 0;
     c.stage = 0; c.sphase = 0; c.mstage = 0;
+    c.peer_empty0 = 0;
     return c;
   }
 
@@ -274,13 +302,14 @@ struct MainloopRSPredecoded {
     }
     if (nkb > 0) {  // the last block's stage (earlier ones were released by consumer_step)
       __syncwarp();
-      if (c.lane == 0) ptx::mbar_arrive(&s.empty[c.mstage == 0 ? kStages - 1 : c.mstage - 1]);
+      if (c.lane == 0) release_stage(s, c, c.mstage == 0 ? kStages - 1 : c.mstage - 1);
     }
   }
 
   static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
-                                                      int32_t nkb, float (&out)[64]) {
+                                                      int32_t nkb, float (&out)[64], const XShare& xs = XShare{}) {
     ConsumerState c = init_consumer(s, p);
+    if (kXMulticast && xs.mask != 0) c.peer_empty0 = ptx::map_to_rank(ptx::smem_u32(&s.empty[0]), xs.peer);
     run_segment(s, c, kb0, nkb, out);
   }
 };

@@ -89,6 +89,17 @@ __device__ __forceinline__ void tma_load_3d(void* smem_dst, const void* desc, ui
       : "memory");
 }
 
+// The same load delivered to the same smem offset in every CTA of `cta_mask` (cluster
+// ranks), each of whose barrier at `bar`'s offset receives the tile's bytes.
+__device__ __forceinline__ void tma_load_3d_multicast(void* smem_dst, const void* desc, uint64_t* bar, int32_t c0,
+                                                      int32_t c1, int32_t c2, uint16_t cta_mask) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+      " [%0], [%1, {%3, %4, %5}], [%2], %6;" ::"r"(smem_u32(smem_dst)),
+      "l"(reinterpret_cast<uint64_t>(desc)), "r"(smem_u32(bar)), "r"(c0), "r"(c1), "r"(c2), "h"(cta_mask)
+      : "memory");
+}
+
 // L2 prefetch of a 3-D tensor tile / of a 1-D range (16-byte aligned, size a multiple of
 // 16). Hints only: nothing reaches shared memory or registers, and L2 is the point of
 // coherence, so they may run before griddepcontrol.wait (a line that the preceding grid
@@ -150,6 +161,12 @@ __device__ __forceinline__ uint32_t map_to_rank(uint32_t smem_addr, uint32_t ran
   uint32_t r;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(smem_addr), "r"(rank));
   return r;
+}
+// One arrival on the mbarrier at `cluster_addr` (mapa) of another CTA of the cluster;
+// release at cluster scope: this thread's (and, after wgmma.wait, its wgmma's) reads of
+// the stage come before that CTA's producer overwrites it.
+__device__ __forceinline__ void mbar_arrive_remote(uint32_t cluster_addr) {
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" ::"r"(cluster_addr) : "memory");
 }
 __device__ __forceinline__ float4 ld_dsmem_f4(uint32_t cluster_addr) {
   float4 v;
