@@ -15,6 +15,12 @@
 //   - Both: b decoded once per CTA into shared memory; fp32 accumulation with one
 //     rounding per scale block; warp-shuffle (+ shared-memory) reductions. No
 //     workspace, no atomics, deterministic.
+//   - Both are launched as programmatic dependents (PDL): launch and CTA start-up
+//     overlap the preceding grid's tail; no global memory is touched before
+//     griddepcontrol.wait (the MMA kernel only issues L2 prefetches of its first
+//     stage, a hint). The MMA kernel may split each task's K over a thread-block
+//     cluster of 2 CTAs (partials summed through distributed shared memory in rank
+//     order, still deterministic) where the grid would leave SMs idle.
 // Status and measurements: bench/NOTES.md "GEMV (sm90a)".
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -66,6 +72,10 @@ struct Args {
   int32_t sf_blocked;          // sfa layout is blocked
   int32_t sfb_blocked;         // sfb layout is blocked
   int32_t prefetch_stages;     // MMA kernel: L2 prefetch distance beyond the ring, in stages
+  int32_t cluster_k;           // MMA kernel: CTAs of a thread-block cluster splitting each task's K
+  int32_t stages_per_cta;      // MMA kernel: K stages of one cluster rank (ceil(stages / cluster_k))
+  int32_t pdl;                 // launched as a programmatic dependent (1); MMA kernel: + L2 prefetch
+                               // of the first pdl - 1 stages before griddepcontrol.wait (>= 2)
   float alpha;
   const float* alpha_ptr;
   void* c;
@@ -292,11 +302,22 @@ __device__ __forceinline__ void store_out(const Args& args, int64_t l, int64_t r
 // chunks (CTA-wide barrier between tiles; the rings keep running across it).
 // Measured (H200, bench/NOTES.md "GEMV (sm90a)"): ~60 instructions per chunk and row
 // (was ~93) but 1.3-2.0x the copy SOL: the copies alone (no math) already take
-// 1.17-1.61x, so the access side, not issue, is the limit now.
+// 1.17-1.61x, so the access side, not issue, is the limit now. PDL (launch overlap,
+// -2.0..-2.6 µs on the benchmark shapes back to back) brought 1.21-1.69x.
+// Cluster split (cluster_k CTAs of a cluster take consecutive K ranges of the same
+// tasks; rank 0 adds the others' partials, which they store into its shared memory):
+// chosen only for grids that would leave SMs idle (see choose_mma_shape).
 
 constexpr int kMmaRows = 16;               // rows per warp task
 constexpr int kMmaTileChunks = 512;        // b tile (chunks): all of b for K <= 16384
 constexpr int kMmaMaxWarps = 8;
+constexpr int kMmaMaxCluster = 4;           // CTAs splitting one task's K (thread-block cluster)
+// The largest cluster K split that the automatic choice may take (forced requests: any).
+#ifndef NVFP4_SM90_GEMV_AUTO_CLUSTER
+#define NVFP4_SM90_GEMV_AUTO_CLUSTER 2
+#endif
+constexpr int kAutoMaxCluster = NVFP4_SM90_GEMV_AUTO_CLUSTER;
+constexpr int kMinClusterStages = 6;
 constexpr int kMmaBChunkBytes = 32 + 16 + 8;  // b', {C0, C1, C0, C1}, {sb0, sb1}
 
 __host__ __device__ constexpr int mma_rows_bytes(int sc) { return 16 * sc * 8; }        // 8 rows of a stage
@@ -371,6 +392,33 @@ __device__ __forceinline__ void prefetch_l2(const void* gmem) {
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// Thread-block cluster (K split over the CTAs of a cluster) and programmatic dependent launch.
+__device__ __forceinline__ uint32_t cluster_ctarank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
+  return r;
+}
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_arrive_release() {
+  asm volatile("barrier.cluster.arrive.release.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait_acquire() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+// Stores v at the same shared-memory offset as `local` in the CTA of cluster rank `rank`.
+__device__ __forceinline__ void st_cluster_f32(const void* local, uint32_t rank, float v) {
+  const uint32_t addr = static_cast<uint32_t>(__cvta_generic_to_shared(local));
+  uint32_t remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
+  asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
+}
+__device__ __forceinline__ void pdl_wait_primary() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
+__device__ __forceinline__ void pdl_launch_dependents() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // b chunks [t0, t0 + tn) -> shared memory: s_bq[c] = the 32 bytes b' = 2b (s8, natural
@@ -464,14 +512,21 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   __shared__ float s_red[kMmaMaxWarps][kMmaRows];
+  __shared__ float s_cred[kMmaMaxCluster - 1][kMmaMaxWarps][kMmaRows];  // cluster partials (rank 0)
 
   const int lane = threadIdx.x & 31;
   const int warp = threadIdx.x >> 5;
   const int wt = (blockDim.x >> 5) / ks_split;
   const int task_local = warp % wt;
   const int kp = warp / wt;
-  const int64_t l = blockIdx.x / args.groups_per_batch;
-  const int64_t task = (blockIdx.x - l * args.groups_per_batch) * wt + task_local;
+  // Cluster split: the cluster_k CTAs of a cluster (consecutive blockIdx.x) take the same
+  // tasks and consecutive ranges of stages_per_cta K stages each; rank 0 sums their partials.
+  const int kc = args.cluster_k;
+  const uint32_t crank = kc > 1 ? cluster_ctarank() : 0u;
+  if (kc > 1) cluster_arrive_relaxed();  // matched before the DSMEM stores: every CTA has started
+  const int64_t group = static_cast<int64_t>(blockIdx.x / static_cast<unsigned>(kc));
+  const int64_t l = group / args.groups_per_batch;
+  const int64_t task = (group - l * args.groups_per_batch) * wt + task_local;
   const int64_t blk = task >> 3;                    // 128-row block
   const int64_t base = blk * 128 + 4 * (task & 7);  // rows base + i + 32 q
   const bool task_ok = task < args.tasks_per_batch && base < args.M;
@@ -534,10 +589,13 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
   }
 
   const int n_stages = (nchunks + SC - 1) / SC;
-  const int n_mine = task_ok && kp < n_stages ? (n_stages - kp + ks_split - 1) / ks_split : 0;
+  const int s_begin = min(n_stages, static_cast<int>(crank) * args.stages_per_cta);
+  const int s_end = min(n_stages, s_begin + args.stages_per_cta);
+  const int c_begin = SC * s_begin, c_end = min(nchunks, SC * s_end);
+  const int n_mine = task_ok && s_begin + kp < s_end ? (s_end - s_begin - kp + ks_split - 1) / ks_split : 0;
 
   auto issue = [&](int slot, int jj) {
-    const int gs = kp + ks_split * jj;
+    const int gs = s_begin + kp + ks_split * jj;
     const int nc = min(SC, nchunks - SC * gs);
     const uint32_t so = slot * kStageBytes;
     const uint8_t* src = cp_src + static_cast<int64_t>(gs) * kRowBytes;
@@ -575,12 +633,31 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
   const bool pf_ok = pf > 0 && pf_row < args.M;
   const uint8_t* pf_src = args.a + l * args.a_batch + (pf_ok ? pf_row : 0) * args.a_row + 128 * (lane & 1);
   auto prefetch = [&](int jj) {
-    const int gs = kp + ks_split * jj;
+    const int gs = s_begin + kp + ks_split * jj;
     const int nbytes = 16 * min(SC, nchunks - SC * gs);  // of each row in this stage
 #pragma unroll
     for (int c = 0; c < (SC + 15) / 16; ++c)
       if (128 * ((lane & 1) + 2 * c) < nbytes) prefetch_l2(pf_src + static_cast<int64_t>(gs) * kRowBytes + 256 * c);
   };
+
+  // Programmatic dependent launch: nothing that the preceding grid may write is read
+  // before griddepcontrol.wait. L2 prefetches are hints (L2 is the point of coherence,
+  // so a line that grid still writes is updated there): with pdl == 2 the first stages
+  // of A are prefetched while the preceding grid drains.
+  if (args.pdl != 0) {
+    if (args.pdl >= 2) {
+      for (int i = 0; i < args.pdl - 1 && i < n_mine; ++i) {
+        const int gs = s_begin + kp + ks_split * i;
+        if (cp_p >= nchunks - SC * gs) continue;  // this lane's first piece is past K
+        const uint8_t* src = cp_src + static_cast<int64_t>(gs) * kRowBytes;
+#pragma unroll
+        for (int k = 0; k < kRowsPerLane; ++k)
+          if (cp_rows & (1u << k)) prefetch_l2(src + cp_rowoff(k) * cp_arow);
+      }
+    }
+    pdl_wait_primary();
+    pdl_launch_dependents();
+  }
 
   // Prologue (before the first b decode, so that these copies overlap it).
 #pragma unroll
@@ -592,14 +669,14 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
     for (int i = D - 1; i < D - 1 + pf && i < n_mine; ++i) prefetch(i);
 
   int j = 0, slot = 0;
-  for (int t0 = 0; t0 < nchunks; t0 += tile_cap) {
-    const int tn = min(tile_cap, nchunks - t0);
-    if (t0 > 0) __syncthreads();  // every warp is done with the previous b tile
+  for (int t0 = c_begin; t0 < c_end; t0 += tile_cap) {
+    const int tn = min(tile_cap, c_end - t0);
+    if (t0 > c_begin) __syncthreads();  // every warp is done with the previous b tile
     decode_b_tile_mma(s_bq, s_bc, s_bs, args.b + l * args.b_batch, args.sfb + l * args.sfb_batch,
                       args.sfb_blocked != 0, t0, tn);
     __syncthreads();
 #pragma unroll 1
-    for (; j < n_mine && SC * (kp + ks_split * j) < t0 + tn; ++j) {
+    for (; j < n_mine && SC * (s_begin + kp + ks_split * j) < t0 + tn; ++j) {
       __syncwarp();  // every lane is done reading the slot refilled now
       if (j + D - 1 < n_mine) issue(slot == 0 ? D - 1 : slot - 1, j + D - 1);
       cp_async_commit();
@@ -607,7 +684,7 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
       cp_async_wait<D - 1>();  // this lane's copies of stage j have landed
       __syncwarp();            // ... and those of the other lanes
 
-      const int gs = kp + ks_split * j;
+      const int gs = s_begin + kp + ks_split * j;
       const int c0 = SC * gs - t0;                // tile-relative chunk of the stage's first chunk
       const int nc = min(SC, nchunks - SC * gs);  // chunks in this stage
       const uint32_t st = ring + slot * kStageBytes;
@@ -640,13 +717,32 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
       s_red[warp][g + 8] = acc1;
     }
     __syncthreads();
-    if (kp != 0) return;
-    for (int pp = 1; pp < ks_split; ++pp) {
-      acc0 += s_red[warp + pp * wt][g];
-      acc1 += s_red[warp + pp * wt][g + 8];
+    if (kp == 0) {
+      for (int pp = 1; pp < ks_split; ++pp) {
+        acc0 += s_red[warp + pp * wt][g];
+        acc1 += s_red[warp + pp * wt][g + 8];
+      }
     }
   }
-  if (t != 0 || !task_ok) return;
+  if (kc > 1) {
+    // Ranks 1.. store their partials into rank 0's s_cred; rank 0 adds them in rank
+    // order (deterministic). Every thread of every CTA passes both cluster barriers.
+    cluster_wait_acquire();  // (the arrive at the start) every CTA of the cluster runs
+    if (crank != 0 && kp == 0 && t == 0 && task_ok) {
+      st_cluster_f32(&s_cred[crank - 1][task_local][g], 0, acc0);
+      st_cluster_f32(&s_cred[crank - 1][task_local][g + 8], 0, acc1);
+    }
+    cluster_arrive_release();
+    cluster_wait_acquire();
+    if (crank != 0) return;
+    if (kp == 0 && t == 0 && task_ok) {
+      for (int r = 1; r < kc; ++r) {
+        acc0 += s_cred[r - 1][task_local][g];
+        acc1 += s_cred[r - 1][task_local][g + 8];
+      }
+    }
+  }
+  if (kp != 0 || t != 0 || !task_ok) return;
   const int64_t r0 = base + (g & 3) + 32 * (g >> 2), r1 = r0 + 64;
   if (r0 < args.M) store_out(args, l, r0, acc0, 0.25f);
   if (r1 < args.M) store_out(args, l, r1, acc1, 0.25f);
@@ -732,6 +828,12 @@ __global__ void __launch_bounds__(kThreads, (R * U <= 4 ? 2 : 1)) gemv_reg_kerne
   float acc[R];
 #pragma unroll
   for (int r = 0; r < R; ++r) acc[r] = 0.0f;
+
+  // Programmatic dependent launch (see gemv_mma_kernel): no global access before this.
+  if (args.pdl != 0) {
+    pdl_wait_primary();
+    pdl_launch_dependents();
+  }
 
   for (int t0 = 0; t0 < args.nchunks; t0 += tile_cap) {
     const int tn = min(tile_cap, args.nchunks - t0);
@@ -850,6 +952,19 @@ constexpr int kDefaultMmaVariant = 3;
 // L2 prefetch distance (stages beyond the ring) for the automatic choice; forced
 // requests add 100000 * (distance + 1) to the MMA cfg.
 constexpr int kDefaultPrefetch = 0;
+// Cluster K split: forced requests add 1000000 * KC (0 = automatic with the rest).
+// Programmatic dependent launch of the MMA kernel (0 off, 1 on, 2 on + L2 prefetch of the
+// first stages before griddepcontrol.wait); forced requests add 10000000 * (mode + 1).
+#ifndef NVFP4_SM90_GEMV_PDL
+#define NVFP4_SM90_GEMV_PDL 2
+#endif
+constexpr int kDefaultPdl = NVFP4_SM90_GEMV_PDL;
+// MMA kernel: cap CTAs per SM at the grid's per-SM share (launch_mma); forced requests
+// add 100000000 * (1 off, 2 on).
+#ifndef NVFP4_SM90_GEMV_PAD
+#define NVFP4_SM90_GEMV_PAD 1
+#endif
+constexpr bool kDefaultPad = NVFP4_SM90_GEMV_PAD != 0;
 // Automatic choice: the MMA kernel from this many rows on (per batch and in all).
 constexpr int64_t kMmaMinRows = 128;
 constexpr int64_t kMmaMinRowsTotal = 4096;
@@ -864,11 +979,40 @@ inline int choose_reg_config(int64_t M, int64_t L, int sm_count) {
   return kNumAutoConfigs - 1;
 }
 
+// Launches `kernel` with the programmatic-stream-serialization attribute when args.pdl
+// is set (the kernels wait for the preceding grid before any global access), and as
+// clusters of `cluster` CTAs when cluster > 1.
+template <typename Kernel, typename... KArgs>
+nvfp4_status_t launch_ex(Kernel kernel, const Args& args, int64_t ctas, int threads, size_t smem,
+                         cudaStream_t stream, int cluster, KArgs... kargs) {
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(ctas), 1, 1);
+  cfg.blockDim = dim3(static_cast<unsigned>(threads), 1, 1);
+  cfg.dynamicSmemBytes = smem;
+  cfg.stream = stream;
+  cudaLaunchAttribute attr[2] = {};
+  int n_attr = 0;
+  if (cluster > 1) {
+    attr[n_attr].id = cudaLaunchAttributeClusterDimension;
+    attr[n_attr].val.clusterDim.x = static_cast<unsigned>(cluster);
+    attr[n_attr].val.clusterDim.y = 1;
+    attr[n_attr].val.clusterDim.z = 1;
+    ++n_attr;
+  }
+  if (args.pdl != 0) {
+    attr[n_attr].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[n_attr].val.programmaticStreamSerializationAllowed = 1;
+    ++n_attr;
+  }
+  cfg.attrs = attr;
+  cfg.numAttrs = n_attr;
+  NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, kernel, args, kargs...));
+  return NVFP4_SUCCESS;
+}
+
 template <int R, int U, int WK, bool kAligned>
 nvfp4_status_t launch_reg(const Args& args, int64_t ctas, size_t smem, cudaStream_t stream) {
-  gemv_reg_kernel<R, U, WK, kAligned><<<static_cast<unsigned>(ctas), kThreads, smem, stream>>>(args);
-  NVFP4_CHECK_LAUNCH();
-  return NVFP4_SUCCESS;
+  return launch_ex(gemv_reg_kernel<R, U, WK, kAligned>, args, ctas, kThreads, smem, stream, 1);
 }
 
 template <bool kAligned>
@@ -891,6 +1035,7 @@ struct MmaKernelInfo {
   int smem_per_sm = 0;
   int regs_per_sm = 0;
   int max_smem_block = 0;
+  int static_smem = 0;
   bool ready = false;
 };
 
@@ -911,7 +1056,8 @@ nvfp4_status_t mma_info(int device, MmaKernelInfo* out) {
   NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
   NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.regs_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
   NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  v.max_smem_block = optin - static_cast<int>(fa.sharedSizeBytes);
+  v.static_smem = static_cast<int>(fa.sharedSizeBytes);
+  v.max_smem_block = optin - v.static_smem;
   NVFP4_CUDA_TRY(cudaFuncSetAttribute(gemv_mma_kernel<SC, D, kBlocked, LPR>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       v.max_smem_block));
   v.ready = true;
@@ -926,78 +1072,120 @@ inline int mma_ctas_per_sm(const MmaKernelInfo& info, int warps, size_t smem) {
   const int by_threads = 2048 / (32 * warps);
   const int regs_per_warp = (info.regs * 32 + 255) / 256 * 256;
   const int by_regs = info.regs_per_sm / (regs_per_warp * warps);
-  const int by_smem = static_cast<int>(info.smem_per_sm / (smem + 1024));
+  const int by_smem = static_cast<int>(info.smem_per_sm / (smem + info.static_smem + 1024));
   return std::min(std::min(by_threads, by_regs), std::min(by_smem, 32));
 }
 
-// Picks warps per CTA W = KS * Wt in {2, 4, 8} and the K split KS. The work comes in
-// warp tasks of 16 rows x K; the SM with the most warps sets the time, so the score
-// is the balance (average over maximum resident warps per SM, or filled wave slots
-// for several waves), discounted when fewer than ~12 warps per SM are resident (too
-// little issue to cover the decode). KS > 1 only while each warp keeps >= 2 stages.
-inline void choose_mma_shape(const MmaKernelInfo& info, int sc, int depth, int tile_cap, int64_t tasks_per_batch,
-                             int n_stages, int64_t L, int sm_count, int* ks_out, int* wt_out) {
+// K stages of one cluster rank, and the b tile (chunks) that a CTA then needs.
+inline int mma_stages_per_cta(int n_stages, int kc) { return (n_stages + kc - 1) / kc; }
+inline int mma_tile_cap(int nchunks, int sc, int stages_per_cta) {
+  return std::min(kMmaTileChunks, std::min(nchunks, sc * stages_per_cta));
+}
+
+// Picks warps per CTA W = KS * Wt in {2, 4, 8}, the K split KS inside a CTA and the K
+// split KC over the CTAs of a cluster (1, 2, 4). The work comes in warp tasks of 16 rows
+// x K; a CTA holds Wt tasks x 1/KC of K; the SM with the most warps sets the time, so
+// the score is the balance (average over maximum resident CTAs per SM, or filled wave
+// slots for several waves), discounted when fewer than ~12 warps per SM are resident
+// (too little issue to cover the decode). KS only while each warp keeps >= 2 stages.
+// KC: for grids that would leave SMs idle (few rows, long K). Spreading the 448 tasks
+// of 7168x16384x1 evenly in quarter tasks (KC 4: 7 per SM instead of 3 or 4 whole
+// ones) did not make it faster (H200, bench/NOTES.md "Session 3").
+inline void choose_mma_shape(const MmaKernelInfo& info, int sc, int depth, int nchunks, int64_t tasks_per_batch,
+                             int n_stages, int64_t L, int sm_count, int kc_only, int* ks_out, int* wt_out,
+                             int* kc_out) {
   double best = -1.0;
-  for (int ks = 1; ks <= kMmaMaxWarps; ks *= 2) {
-    if (ks > 1 && (n_stages + ks - 1) / ks < 2) break;
-    for (int w = kMmaMaxWarps; w >= 2; w /= 2) {
-      if (w < ks) continue;
-      const int per_sm = mma_ctas_per_sm(info, w, mma_smem_bytes(sc, tile_cap, w, depth));
-      if (per_sm <= 0) continue;
-      const int wt = w / ks;
-      const double ctas = static_cast<double>(L * ((tasks_per_batch + wt - 1) / wt));
-      const double slots = static_cast<double>(sm_count) * per_sm;
-      double balance, resident;
-      if (ctas <= slots) {
-        const double per = ctas / sm_count;
-        balance = per / std::ceil(per);
-        resident = per * w;
-      } else {
-        const double waves = ctas / slots;
-        balance = waves / std::ceil(waves);
-        resident = static_cast<double>(per_sm) * w;
-      }
-      const double score = balance * std::min(1.0, resident / 12.0);
-      if (score > best + 1e-9) {
-        best = score;
-        *ks_out = ks;
-        *wt_out = wt;
+  double best_ctas = 0.0;
+  for (int kc = 1; kc <= kMmaMaxCluster; kc *= 2) {
+    if (kc_only > 0 ? kc != kc_only : kc > kAutoMaxCluster) continue;
+    const int spc = mma_stages_per_cta(n_stages, kc);
+    // Automatic cluster split only where the best grid without it leaves SMs idle and
+    // each CTA keeps kMinClusterStages stages. Measured (H200, PDL on): KC 2 on
+    // 1024x16384x1 8.36 -> 6.87 µs, 256x7168x4 (7 stages per CTA) 5.42 -> 5.24, but
+    // 512x4096x2 (4 stages) 4.28 -> 4.97; 7168x16384x1 (224 CTAs) KC 2/4: no gain.
+    if (kc > 1 && kc_only == 0 && (spc < kMinClusterStages || best_ctas >= sm_count)) break;
+    const int tile_cap = mma_tile_cap(nchunks, sc, spc);
+    for (int ks = 1; ks <= kMmaMaxWarps; ks *= 2) {
+      if (ks > 1 && (spc + ks - 1) / ks < 2) break;
+      for (int w = kMmaMaxWarps; w >= 2; w /= 2) {
+        if (w < ks) continue;
+        const int per_sm = mma_ctas_per_sm(info, w, mma_smem_bytes(sc, tile_cap, w, depth));
+        if (per_sm <= 0) continue;
+        const int wt = w / ks;
+        const double ctas = static_cast<double>(L * ((tasks_per_batch + wt - 1) / wt) * kc);
+        const double slots = static_cast<double>(sm_count) * per_sm;
+        double balance, resident;
+        if (ctas <= slots) {
+          const double per = ctas / sm_count;
+          balance = per / std::ceil(per);
+          resident = per * w;
+        } else {
+          const double waves = ctas / slots;
+          balance = waves / std::ceil(waves);
+          resident = static_cast<double>(per_sm) * w;
+        }
+        const double score = balance * std::min(1.0, resident / 12.0);
+        if (score > best + (kc > 1 ? 0.02 : 1e-9)) {  // a cluster split only for a clear gain
+          best = score;
+          best_ctas = ctas;
+          *ks_out = ks;
+          *wt_out = wt;
+          *kc_out = kc;
+        }
       }
     }
   }
 }
 
 template <int SC, int D, bool kBlocked, int LPR>
-nvfp4_status_t launch_mma(Args args, int ks, int wt, const Exec& exec, int sm_count, int64_t L) {
+nvfp4_status_t launch_mma(Args args, int ks, int wt, int kc, bool pad, const Exec& exec, int sm_count, int64_t L) {
   MmaKernelInfo info;
   const nvfp4_status_t st = mma_info<SC, D, kBlocked, LPR>(exec.device, &info);
   if (st != NVFP4_SUCCESS) return st;
-  args.tile_cap = args.nchunks <= kMmaTileChunks ? args.nchunks : kMmaTileChunks;
   const int n_stages = (args.nchunks + SC - 1) / SC;
   if (ks <= 0 || wt <= 0) {
-    ks = wt = 0;
-    choose_mma_shape(info, SC, D, args.tile_cap, args.tasks_per_batch, n_stages, L, sm_count, &ks, &wt);
+    const int kc_only = kc;
+    ks = wt = kc = 0;
+    choose_mma_shape(info, SC, D, args.nchunks, args.tasks_per_batch, n_stages, L, sm_count, kc_only, &ks, &wt, &kc);
     if (ks == 0) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemv: shared memory too small");
   }
+  if (kc <= 0) kc = 1;
+  args.cluster_k = kc;
+  args.stages_per_cta = mma_stages_per_cta(n_stages, kc);
+  args.tile_cap = mma_tile_cap(args.nchunks, SC, args.stages_per_cta);
   const int warps = ks * wt;
   const size_t smem = mma_smem_bytes(SC, args.tile_cap, warps, D);
-  if (warps > kMmaMaxWarps || mma_ctas_per_sm(info, warps, smem) <= 0)
+  if (warps > kMmaMaxWarps || kc > kMmaMaxCluster || mma_ctas_per_sm(info, warps, smem) <= 0)
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemv: shared memory too small");
   args.groups_per_batch = (args.tasks_per_batch + wt - 1) / wt;
-  const int64_t ctas = args.groups_per_batch * L;
+  const int64_t ctas = args.groups_per_batch * L * kc;
   if (ctas > 0x7FFFFFFF) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemv: grid too large");
-  gemv_mma_kernel<SC, D, kBlocked, LPR><<<static_cast<unsigned>(ctas), 32 * warps, smem, cuda_stream(exec)>>>(args, ks);
-  NVFP4_CHECK_LAUNCH();
-  return NVFP4_SUCCESS;
+  // Even spread: when more CTAs fit on an SM than the grid needs for one per-SM share
+  // (e.g. 896 CTAs, 8 fit, 6.79 needed), extra shared memory caps the CTAs per SM at
+  // that share, so that the block scheduler cannot stack 8 on some SMs and 5 on others.
+  // Not for clusters of 4: 7168x16384x1 as 896 CTAs in clusters of 4 took 28.2 µs capped
+  // at 7 per SM vs 23.4 uncapped (H200).
+  size_t smem_launch = smem;
+  if (pad && kc <= 2) {
+    const int per_sm = mma_ctas_per_sm(info, warps, smem);
+    const int64_t share = (ctas + sm_count - 1) / sm_count;
+    if (share < per_sm) {
+      const int64_t need = info.smem_per_sm / (share + 1) + 1 - info.static_smem - 1024;
+      if (need > static_cast<int64_t>(smem_launch) && need <= info.max_smem_block)
+        smem_launch = static_cast<size_t>(need + 127) / 128 * 128;
+    }
+  }
+  return launch_ex(gemv_mma_kernel<SC, D, kBlocked, LPR>, args, ctas, 32 * warps, smem_launch, cuda_stream(exec), kc,
+                   ks);
 }
 
-inline nvfp4_status_t launch_mma_variant(int variant, const Args& args, int ks, int wt, const Exec& exec,
-                                         int sm_count, int64_t L) {
+inline nvfp4_status_t launch_mma_variant(int variant, const Args& args, int ks, int wt, int kc, bool pad,
+                                         const Exec& exec, int sm_count, int64_t L) {
   const bool blocked = args.sf_blocked != 0;
 #define NVFP4_GEMV_MMA_CASE(V, SC, D, LPR)                                                 \
   case V:                                                                                  \
-    return blocked ? launch_mma<SC, D, true, LPR>(args, ks, wt, exec, sm_count, L)          \
-                   : launch_mma<SC, D, false, LPR>(args, ks, wt, exec, sm_count, L);
+    return blocked ? launch_mma<SC, D, true, LPR>(args, ks, wt, kc, pad, exec, sm_count, L) \
+                   : launch_mma<SC, D, false, LPR>(args, ks, wt, kc, pad, exec, sm_count, L);
   // Variants measured on an H200 (bench/NOTES.md) and dropped: 0 = (16, 2, 2), 1 = (8, 4, 2),
   // 4 = (8, 4, 8), 5 = (16, 4, 8), 6 = (16, 3, 8); all slower than 3 on the benchmark shapes.
   switch (variant) {
@@ -1067,6 +1255,18 @@ inline nvfp4_status_t run_gemv(const GemmProblem& p, const Exec& exec, int cfg) 
   args.c_row = p.c.row_stride;
   args.c_batch = p.c.batch_stride;
 
+  args.pdl = kDefaultPdl;
+  args.cluster_k = 1;
+  args.stages_per_cta = 0;
+  int kc = 0;  // 0: automatic
+  bool pad = kDefaultPad;
+  if (cfg >= 1000000) {  // forced padding / PDL mode / cluster split; the rest 0 = automatic
+    if (cfg >= 100000000) pad = cfg / 100000000 == 2;
+    if (cfg % 100000000 >= 10000000) args.pdl = cfg / 10000000 % 10 - 1;
+    kc = cfg / 1000000 % 10;
+    cfg %= 1000000;
+    if (cfg == 0) cfg = -1;
+  }
   if (cfg < 0) {
     // The MMA kernel wherever it is allowed and there are rows enough for the SMs;
     // else (small M * L: latency bound) the register kernel with its K split.
@@ -1087,7 +1287,7 @@ inline nvfp4_status_t run_gemv(const GemmProblem& p, const Exec& exec, int cfg) 
       cfg = choose_reg_config(p.M, p.L, sm_count);
     } else {
       const int variant = (cfg - kMmaCfg) / 1000, ks = (cfg - kMmaCfg) / 100 % 10, wt = (cfg - kMmaCfg) % 100;
-      return launch_mma_variant(variant, args, ks, wt, exec, sm_count, p.L);
+      return launch_mma_variant(variant, args, ks, wt, kc, pad, exec, sm_count, p.L);
     }
   }
   if (cfg >= kNumConfigs) return fail(NVFP4_ERROR_INTERNAL, "sm90a gemv: unknown configuration %d", cfg);
