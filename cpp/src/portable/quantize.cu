@@ -598,6 +598,52 @@ __global__ void __launch_bounds__(kThreads) dequantize_rows_kernel(const Dequant
   });
 }
 
+// Row segments staged through shared memory: a lane loads 16 packed bytes (32
+// elements, two scale bytes) with one 16-byte load, converts them and writes its output
+// pieces to its own shared-memory slot; the warp then stores the segment back to global
+// memory 16 bytes per lane, contiguous across the warp. The rows kernel above needs
+// one 4-byte (16-bit out) load and one scale-byte load per 16 output bytes instead.
+template <class OT>
+constexpr int kStagedLaneBytes = 32 * static_cast<int>(sizeof(OT));  // 32 outputs per lane
+template <class OT>
+constexpr int kStagedSlot = kStagedLaneBytes<OT> + 16;  // padded: conflict-free 16-byte stores
+
+template <class OT>
+__global__ void __launch_bounds__(kThreads) dequantize_staged_kernel(const DequantizeArgs a, const RowWalk walk) {
+  constexpr int V = 16 / static_cast<int>(sizeof(OT));  // outputs per 16-byte piece
+  constexpr int C = 32 / V;                             // 16-byte output pieces per lane
+  __shared__ __align__(16) uint8_t stage[kThreads / 32][32 * kStagedSlot<OT>];
+  uint8_t* slots = stage[threadIdx.x / 32];
+  const uint32_t lane = threadIdx.x % 32;
+  const float gs = read_alpha(a.gs);
+  const uint32_t pieces = static_cast<uint32_t>(a.K / 32);  // 32-element lane pieces per row (< 2^31)
+  for_each_row_segment(walk, [&](int64_t l, int64_t r, int64_t g) {
+    const uint32_t piece = static_cast<uint32_t>(g) * 32 + lane;
+    if (piece < pieces) {
+      const uint4 w = __ldg(reinterpret_cast<const uint4*>(a.q + l * a.q_bs + r * a.q_rs) + piece);
+      const ScaleRow<const uint8_t> sf = scale_row(a.sf, l, r, a.K);
+      const float s0 = e4m3_to_float_fast(__ldg(&sf[2 * piece])), s1 = e4m3_to_float_fast(__ldg(&sf[2 * piece + 1]));
+      PackedPiece<16> lo, hi;
+      lo.w[0] = w.x; lo.w[1] = w.y;
+      hi.w[0] = w.z; hi.w[1] = w.w;
+      OT* mine = reinterpret_cast<OT*>(slots + lane * kStagedSlot<OT>);
+      dequantize_piece<OT, 16>(mine, lo, s0, gs);
+      dequantize_piece<OT, 16>(mine + 16, hi, s1, gs);
+    }
+    __syncwarp();
+    OT* orow = static_cast<OT*>(a.out) + l * a.o_bs + r * a.o_rs;
+#pragma unroll
+    for (int k = 0; k < C; ++k) {
+      const uint32_t j = k * 32 + lane;        // 16-byte output piece of the segment
+      if (g * 32 + j / C < pieces) {
+        const uint4 v = *reinterpret_cast<const uint4*>(slots + (j / C) * kStagedSlot<OT> + (j % C) * 16);
+        *reinterpret_cast<uint4*>(orow + (static_cast<size_t>(g) * 32 * 32) + size_t(j) * V) = v;
+      }
+    }
+    __syncwarp();
+  });
+}
+
 // Unaligned operands: a 32-element item per thread with byte loads and element stores.
 template <class OT>
 __global__ void __launch_bounds__(kThreads) dequantize_unaligned_kernel(const DequantizeArgs a) {
@@ -638,6 +684,16 @@ nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& e
   a.out = p.out;
   a.o_rs = p.out_row_stride;
   a.o_bs = p.out_batch_stride;
+#ifndef NVFP4_DEQUANT_STAGED
+#define NVFP4_DEQUANT_STAGED 1
+#endif
+  if (NVFP4_DEQUANT_STAGED && kVec && p.K >= 32 * 32 && p.K / 32 < (int64_t(1) << 31)) {
+    const RowWalk walk = make_row_walk(p.L, p.rows, ceil_div(p.K / 32, int64_t(32)), exec.sm_count,
+                                       resident_ctas_per_sm<dequantize_staged_kernel<OT>>(), kThreads / 32);
+    dequantize_staged_kernel<OT><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
+    NVFP4_CHECK_LAUNCH();
+    return NVFP4_SUCCESS;
+  }
   constexpr int W = NVFP4_DEQUANT_ROWS_WALKER;
   if (kVec && p.K / kDequantRowsElems<OT> >= W * NVFP4_DEQUANT_ROWS_UNROLL &&
       p.K / kDequantRowsElems<OT> < (int64_t(1) << 31)) {  // every lane has a piece; 32-bit piece indices
