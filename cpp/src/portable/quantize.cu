@@ -471,24 +471,12 @@ __device__ __forceinline__ float e2m1_scaled_bits(uint32_t nibble) {
   return __uint_as_float(((nibble & 7u) << 22) | ((nibble & 8u) << 28));
 }
 
-// Aligned operands: a lane piece is E consecutive elements of a row: 16 output bytes
-// (dequantize_lane16_kernel: 8 fp16/bf16 or 4 fp32 values) or one whole 16-element
-// scale block (the row walker's default: one scale byte and an 8-byte code load per
-// piece). Consecutive lanes take consecutive pieces, so every load and store
-// instruction of a warp covers one contiguous span.
+// Aligned operands, short rows (dequantize_lane16_kernel): a lane piece is the 16
+// output bytes of E consecutive elements (8 fp16/bf16 or 4 fp32 values); consecutive
+// lanes take consecutive pieces, so every load and store instruction of a warp covers
+// one contiguous span. dequantize_piece also serves the staged kernel's 16-element halves.
 template <class OT>
 constexpr int kDequantLaneElems = 16 / static_cast<int>(sizeof(OT));
-#ifndef NVFP4_DEQUANT_ROWS_ELEMS
-#define NVFP4_DEQUANT_ROWS_ELEMS 0
-#endif
-#ifndef NVFP4_DEQUANT_ROWS_WALKER
-#define NVFP4_DEQUANT_ROWS_WALKER 32
-#endif
-#ifndef NVFP4_DEQUANT_ROWS_UNROLL
-#define NVFP4_DEQUANT_ROWS_UNROLL 8
-#endif
-template <class OT>
-constexpr int kDequantRowsElems = NVFP4_DEQUANT_ROWS_ELEMS > 0 ? NVFP4_DEQUANT_ROWS_ELEMS : kDequantLaneElems<OT>;
 
 // Packed codes of E elements (E/2 bytes, aligned to E/2): word i holds elements 8i..8i+7.
 template <int E>
@@ -498,19 +486,8 @@ struct PackedPiece {
 };
 template <int E>
 __device__ __forceinline__ void load_packed(const uint8_t* qp, PackedPiece<E>& p) {
-  if constexpr (E == 4) {
-    p.w[0] = __ldg(reinterpret_cast<const uint16_t*>(qp));
-  } else if constexpr (E == 8) {
-    p.w[0] = __ldg(reinterpret_cast<const uint32_t*>(qp));
-  } else if constexpr (E == 16) {
-    const uint2 v = __ldg(reinterpret_cast<const uint2*>(qp));
-    p.w[0] = v.x;
-    p.w[1] = v.y;
-  } else {
-    static_assert(E == 32, "piece of 4, 8, 16 or 32 elements");
-    const uint4 v = __ldg(reinterpret_cast<const uint4*>(qp));
-    p.w[0] = v.x; p.w[1] = v.y; p.w[2] = v.z; p.w[3] = v.w;
-  }
+  static_assert(E == 4 || E == 8, "the lane16 kernel's pieces: 16 output bytes");
+  p.w[0] = E == 4 ? uint32_t(__ldg(reinterpret_cast<const uint16_t*>(qp))) : __ldg(reinterpret_cast<const uint32_t*>(qp));
 }
 
 // A 16-byte output store (st.global.cs measured no different on the H100, round 2).
@@ -566,43 +543,13 @@ __global__ void __launch_bounds__(kThreads) dequantize_lane16_kernel(const Dequa
   });
 }
 
-// Row segments walked by W lanes, U pieces of E elements in flight per lane.
-template <class OT, int W>
-__global__ void __launch_bounds__(kThreads) dequantize_rows_kernel(const DequantizeArgs a, const RowWalk walk) {
-  constexpr int E = kDequantRowsElems<OT>, U = NVFP4_DEQUANT_ROWS_UNROLL;
-  constexpr uint32_t S = uint32_t(W) * U;  // pieces per segment
-  static_assert(kSfVec % E == 0, "a piece lies inside one scale block");
-  const uint32_t lane = threadIdx.x % W;
-  const float gs = read_alpha(a.gs);
-  const uint32_t pieces = static_cast<uint32_t>(a.K / E);  // < 2^31 (launcher)
-  for_each_row_segment(walk, [&](int64_t l, int64_t r, int64_t g) {
-    const uint8_t* qrow = a.q + l * a.q_bs + r * a.q_rs;
-    OT* orow = static_cast<OT*>(a.out) + l * a.o_bs + r * a.o_rs;
-    const ScaleRow<const uint8_t> sf = scale_row(a.sf, l, r, a.K);
-    const uint32_t c0 = static_cast<uint32_t>(g) * S + lane;
-    PackedPiece<E> w[U];
-    float s[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const uint32_t c = c0 + u * W;
-      if (c < pieces) {
-        load_packed(qrow + size_t(c) * (E / 2), w[u]);
-        s[u] = e4m3_to_float_fast(__ldg(&sf[c / (kSfVec / E)]));
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < U; ++u) {
-      const uint32_t c = c0 + u * W;
-      if (c < pieces) dequantize_piece<OT, E>(orow + size_t(c) * E, w[u], s[u], gs);
-    }
-  });
-}
-
-// Row segments staged through shared memory: a lane loads 16 packed bytes (32
-// elements, two scale bytes) with one 16-byte load, converts them and writes its output
-// pieces to its own shared-memory slot; the warp then stores the segment back to global
-// memory 16 bytes per lane, contiguous across the warp. The rows kernel above needs
-// one 4-byte (16-bit out) load and one scale-byte load per 16 output bytes instead.
+// Aligned operands, long rows: warps walk row segments of 32 x 32 elements staged
+// through shared memory. A lane loads 16 packed bytes (32 elements, two scale bytes)
+// with one 16-byte load, converts them into its own shared-memory slot, and the warp
+// stores the segment back 16 bytes per lane, contiguous across the warp. (Giving each
+// lane 16 contiguous output bytes directly instead needs one 4-byte code load and one
+// scale-byte load per 16 output bytes: 72% against 78-80% of the copy bandwidth for
+// 16-bit outputs on an H200, bench/NOTES.md.)
 template <class OT>
 constexpr int kStagedLaneBytes = 32 * static_cast<int>(sizeof(OT));  // 32 outputs per lane
 template <class OT>
@@ -684,22 +631,10 @@ nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& e
   a.out = p.out;
   a.o_rs = p.out_row_stride;
   a.o_bs = p.out_batch_stride;
-#ifndef NVFP4_DEQUANT_STAGED
-#define NVFP4_DEQUANT_STAGED 1
-#endif
-  if (NVFP4_DEQUANT_STAGED && kVec && p.K >= 32 * 32 && p.K / 32 < (int64_t(1) << 31)) {
+  if (kVec && p.K >= 32 * 32 && p.K / 32 < (int64_t(1) << 31)) {  // long rows: whole warp segments
     const RowWalk walk = make_row_walk(p.L, p.rows, ceil_div(p.K / 32, int64_t(32)), exec.sm_count,
                                        resident_ctas_per_sm<dequantize_staged_kernel<OT>>(), kThreads / 32);
     dequantize_staged_kernel<OT><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
-    NVFP4_CHECK_LAUNCH();
-    return NVFP4_SUCCESS;
-  }
-  constexpr int W = NVFP4_DEQUANT_ROWS_WALKER;
-  if (kVec && p.K / kDequantRowsElems<OT> >= W * NVFP4_DEQUANT_ROWS_UNROLL &&
-      p.K / kDequantRowsElems<OT> < (int64_t(1) << 31)) {  // every lane has a piece; 32-bit piece indices
-    const RowWalk walk = make_row_walk(p.L, p.rows, ceil_div(p.K / kDequantRowsElems<OT>, int64_t(W) * NVFP4_DEQUANT_ROWS_UNROLL),
-                                       exec.sm_count, resident_ctas_per_sm<dequantize_rows_kernel<OT, W>>(), kThreads / W);
-    dequantize_rows_kernel<OT, W><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
     NVFP4_CHECK_LAUNCH();
     return NVFP4_SUCCESS;
   }
