@@ -35,6 +35,15 @@ for be in backends:
         q, s, g = nvfp4.quantize(x, sf_layout=layout, backend=be if be == "portable" else "auto")
         nvfp4.dequantize(q, s, global_scale=g, sf_layout=layout, backend="auto")
     nvfp4.unswizzle_scales(nvfp4.swizzle_scales(sf(2, 129, 6)), 129, 96)
+    # long rows: the portable row-segment quantize, amax and staged dequantize kernels, and
+    # the 16-byte staged swizzles (K/16 a multiple of 16)
+    for dt in (np.float32, np.float16):
+        x2 = cp.asarray(rng.standard_normal((2, 130, 2080)).astype(dt))
+        for layout in ("linear", "blocked"):
+            q, s, g = nvfp4.quantize(x2, sf_layout=layout, backend=be if be == "portable" else "auto")
+            for out_dt in ("float32", "float16"):
+                nvfp4.dequantize(q, s, global_scale=g, sf_layout=layout, dtype=out_dt, backend="auto")
+    nvfp4.unswizzle_scales(nvfp4.swizzle_scales(sf(2, 130, 64)), 130, 1024)
     ga = [fp4(m, 64) for m in (40, 56)]
     gsa = [sf(m, 8) for m in (40, 56)]
     nvfp4.grouped_gemm(ga, gsa, [fp4(72, 64)] * 2, [sf(72, 8)] * 2, backend="auto")

@@ -291,23 +291,75 @@ struct MainloopRS {
     int32_t kb;         // global K block of the next block to load
     int stage, sphase;  // ring position of the next block to load
     int d, dphase;      // decoded buffer of the next block to multiply
+    uint32_t woff0, woff1, sfoff0, sfoff1, sf_odd;  // kHoistOffsets: in-stage offsets (set_offsets)
   };
 
-  // Decodes this thread's weight fragments of the next ring block (32 registers: 8
-  // k-steps x 4) and releases the ring stage.
-  static __device__ __forceinline__ void load_w_fragments(SharedStorage& s, ConsumerState& c, uint32_t (&f)[32]) {
+  // This thread's packed weight bytes (chunk t of rows r0, r0 + 8) and their two scales
+  // of one ring block, read from shared memory (the decode comes later: kEarlyWLoad).
+  struct WRaw {
+    uint4 a, b;
+    uint32_t sa, sb;
+  };
+  // kHoistOffsets: this thread's in-stage offsets of its weight bytes (rows r0, r0 + 8,
+  // chunk t) and scales (the kScaleTma box holds two K blocks: +8 bytes for odd ones).
+  static __device__ __forceinline__ void set_offsets(ConsumerState& c) {
+    const uint32_t r1 = c.r0 + 8;
+    c.woff0 = static_cast<uint32_t>(offsetof(Stage, w)) + sw64_offset(c.r0, c.t);
+    c.woff1 = static_cast<uint32_t>(offsetof(Stage, w)) + sw64_offset(r1, c.t);
+    c.sfoff0 = static_cast<uint32_t>(offsetof(Stage, wsf)) + sf_offset(c.sf_mode, c.r0, 2 * c.t, 0);
+    c.sfoff1 = static_cast<uint32_t>(offsetof(Stage, wsf)) + sf_offset(c.sf_mode, r1, 2 * c.t, 0);
+    c.sf_odd = c.sf_mode == kScaleTma ? 8u : 0u;
+  }
+
+  // Reads the next ring block's weight bytes and scales, and releases the ring stage.
+  static __device__ __forceinline__ WRaw fetch_w(SharedStorage& s, ConsumerState& c) {
     ptx::mbar_wait(&s.full[c.stage], c.sphase);
     const uint32_t st = c.ring0 + c.stage * static_cast<uint32_t>(sizeof(Stage));
     const uint32_t r1 = c.r0 + 8;
-    const uint4 a = ptx::lds128(st + offsetof(Stage, w) + sw64_offset(c.r0, c.t));
-    const uint4 b = ptx::lds128(st + offsetof(Stage, w) + sw64_offset(r1, c.t));
-    const uint32_t sa = ptx::lds_u16(st + offsetof(Stage, wsf) + sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
-    const uint32_t sb = ptx::lds_u16(st + offsetof(Stage, wsf) + sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
+    WRaw w;
+    if (kHoistOffsets) {
+      const uint32_t sf_kb = (static_cast<uint32_t>(c.kb) & 1u) * c.sf_odd;
+      w.a = ptx::lds128(st + c.woff0);
+      w.b = ptx::lds128(st + c.woff1);
+      w.sa = ptx::lds_u16(st + c.sfoff0 + sf_kb);
+      w.sb = ptx::lds_u16(st + c.sfoff1 + sf_kb);
+      ++c.kb;
+      __syncwarp();
+      if (c.lane == 0) ptx::mbar_arrive(&s.empty[c.stage]);
+      if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
+      return w;
+    }
+    w.a = ptx::lds128(st + offsetof(Stage, w) + sw64_offset(c.r0, c.t));
+    w.b = ptx::lds128(st + offsetof(Stage, w) + sw64_offset(r1, c.t));
+    w.sa = ptx::lds_u16(st + offsetof(Stage, wsf) + sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
+    w.sb = ptx::lds_u16(st + offsetof(Stage, wsf) + sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
     ++c.kb;
     __syncwarp();
     if (c.lane == 0) ptx::mbar_arrive(&s.empty[c.stage]);
     if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
-    decode_w_fragments(a, b, sa, sb, f);
+    return w;
+  }
+
+  // Decodes this thread's weight fragments of the next ring block (32 registers: 8
+  // k-steps x 4) and releases the ring stage.
+  static __device__ __forceinline__ void load_w_fragments(SharedStorage& s, ConsumerState& c, uint32_t (&f)[32]) {
+    const WRaw w = fetch_w(s, c);
+    decode_w_fragments(w.a, w.b, w.sa, w.sb, f);
+  }
+
+  // The 8 wgmma of one block: A = fragments f (registers), B = the decoded token buffer
+  // at xbase (two 64-K atoms of 128-byte rows; k-step ks at atom ks/4, byte 32 (ks%4)).
+  template <int kAtomBytes>
+  static __device__ __forceinline__ void mma_block(float (&acc)[64], const uint32_t (&f)[32], uint32_t xbase,
+                                                   bool fresh) {
+    const uint64_t desc0 = ptx::smem_desc_sw128(xbase);
+#pragma unroll
+    for (int ks = 0; ks < 8; ++ks) {
+      const uint32_t off = (ks >> 2) * kAtomBytes + (ks & 3) * 32;
+      const uint64_t desc = kDescIncrement ? ptx::smem_desc_advance(desc0, off) : ptx::smem_desc_sw128(xbase + off);
+      ptx::wgmma_m64n128k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3], desc,
+                               ks == 0 && fresh ? 0u : 1u);
+    }
   }
 
   // wgmma of local block i with fragments `cur`; then (while it runs) decode block i+1
@@ -332,13 +384,13 @@ struct MainloopRS {
 #pragma unroll
     for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
     ptx::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      const uint32_t addr = xbase + (ks >> 2) * kXAtomBytes + (ks & 3) * 32;
-      ptx::wgmma_m64n128k16_rs(acc, cur[4 * ks + 0], cur[4 * ks + 1], cur[4 * ks + 2], cur[4 * ks + 3],
-                               ptx::smem_desc_sw128(addr), ks == 0 && fresh ? 0u : 1u);
-    }
+    mma_block<kXAtomBytes>(acc, cur, xbase, fresh);
     ptx::wgmma_commit();
+    const bool more = i + 1 < nkb;
+    // (not with promotion: the 10 live registers spill at the consumers' 208)
+    constexpr bool kEarly = kEarlyWLoad && P == 0;
+    WRaw w{};
+    if (kEarly && more) w = fetch_w(s, c);  // block i+1's bytes while group i-1 finishes
     ptx::wgmma_wait<1>();  // block i-1 done: its fragments (nxt) and decoded buffer are free
 #pragma unroll
     for (int k = 0; k < 32; ++k) ptx::fence_reg(nxt[k]);
@@ -347,7 +399,10 @@ struct MainloopRS {
       if (c.lane == 0) ptx::mbar_arrive(&s.dempty[d == 0 ? kXBuf - 1 : d - 1]);
     }
     if (++c.d == kXBuf) { c.d = 0; c.dphase ^= 1; }
-    if (i + 1 < nkb) load_w_fragments(s, c, nxt);
+    if (more) {
+      if (!kEarly) w = fetch_w(s, c);
+      decode_w_fragments(w.a, w.b, w.sa, w.sb, nxt);
+    }
   }
 
   // Runs the consumer side; out holds this thread's 64x128 fp32 fragment on return.
@@ -362,6 +417,7 @@ struct MainloopRS {
     c.t = static_cast<uint32_t>(c.lane & 3);
     c.sf_mode = p.sf_mode;
     c.ring0 = ptx::smem_u32(&s.ring[0]);
+    if (kHoistOffsets) set_offsets(c);
     c.xdec0 = ptx::smem_u32(&s.xdec[0]);
     c.kb = kb0;
     c.stage = 0; c.sphase = 0; c.d = 0; c.dphase = 0;

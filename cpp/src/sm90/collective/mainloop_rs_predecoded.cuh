@@ -192,6 +192,7 @@ struct MainloopRSPredecoded {
     int32_t kb;          // global K block of the next fragments to load
     int stage, sphase;   // ring position of the next fragments to load
     int mstage;          // ring position of the next wgmma
+    uint32_t woff0, woff1, sfoff0, sfoff1, sf_odd;  // kHoistOffsets: in-stage offsets (set_offsets)
     uint32_t peer_empty0;  // kXMulticast: cluster address of the partner's empty[0] (0: none)
   };
 
@@ -201,19 +202,46 @@ struct MainloopRSPredecoded {
     if (kXMulticast && c.peer_empty0 != 0) ptx::mbar_arrive_remote(c.peer_empty0 + 8u * static_cast<uint32_t>(rs));
   }
 
-  static __device__ __forceinline__ void load_w_fragments(SharedStorage& s, ConsumerState& c, uint32_t (&f)[32]) {
+  // kHoistOffsets: this thread's in-stage offsets of its weight bytes (rows r0, r0 + 8,
+  // chunk t) and scales (the kScaleTma box holds two K blocks: +8 bytes for odd ones).
+  static __device__ __forceinline__ void set_offsets(ConsumerState& c) {
+    const uint32_t r1 = c.r0 + 8;
+    c.woff0 = static_cast<uint32_t>(offsetof(Stage, w)) + MainloopRS::sw64_offset(c.r0, c.t);
+    c.woff1 = static_cast<uint32_t>(offsetof(Stage, w)) + MainloopRS::sw64_offset(r1, c.t);
+    c.sfoff0 = static_cast<uint32_t>(offsetof(Stage, wsf)) + MainloopRS::sf_offset(c.sf_mode, c.r0, 2 * c.t, 0);
+    c.sfoff1 = static_cast<uint32_t>(offsetof(Stage, wsf)) + MainloopRS::sf_offset(c.sf_mode, r1, 2 * c.t, 0);
+    c.sf_odd = c.sf_mode == kScaleTma ? 8u : 0u;
+  }
+
+  // Reads the next ring block's weight bytes and scales (the stage is released once the
+  // wgmma that reads its token tile has completed: consumer_step).
+  static __device__ __forceinline__ MainloopRS::WRaw fetch_w(SharedStorage& s, ConsumerState& c) {
     ptx::mbar_wait(&s.full[c.stage], c.sphase);
     const uint32_t st = c.ring0 + c.stage * static_cast<uint32_t>(sizeof(Stage));
     const uint32_t r1 = c.r0 + 8;
-    const uint4 a = ptx::lds128(st + offsetof(Stage, w) + MainloopRS::sw64_offset(c.r0, c.t));
-    const uint4 b = ptx::lds128(st + offsetof(Stage, w) + MainloopRS::sw64_offset(r1, c.t));
-    const uint32_t sa =
-        ptx::lds_u16(st + offsetof(Stage, wsf) + MainloopRS::sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
-    const uint32_t sb =
-        ptx::lds_u16(st + offsetof(Stage, wsf) + MainloopRS::sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
+    MainloopRS::WRaw w;
+    if (kHoistOffsets) {
+      const uint32_t sf_kb = (static_cast<uint32_t>(c.kb) & 1u) * c.sf_odd;
+      w.a = ptx::lds128(st + c.woff0);
+      w.b = ptx::lds128(st + c.woff1);
+      w.sa = ptx::lds_u16(st + c.sfoff0 + sf_kb);
+      w.sb = ptx::lds_u16(st + c.sfoff1 + sf_kb);
+      ++c.kb;
+      if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
+      return w;
+    }
+    w.a = ptx::lds128(st + offsetof(Stage, w) + MainloopRS::sw64_offset(c.r0, c.t));
+    w.b = ptx::lds128(st + offsetof(Stage, w) + MainloopRS::sw64_offset(r1, c.t));
+    w.sa = ptx::lds_u16(st + offsetof(Stage, wsf) + MainloopRS::sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
+    w.sb = ptx::lds_u16(st + offsetof(Stage, wsf) + MainloopRS::sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
     ++c.kb;
     if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
-    decode_w_fragments(a, b, sa, sb, f);
+    return w;
+  }
+
+  static __device__ __forceinline__ void load_w_fragments(SharedStorage& s, ConsumerState& c, uint32_t (&f)[32]) {
+    const MainloopRS::WRaw w = fetch_w(s, c);
+    decode_w_fragments(w.a, w.b, w.sa, w.sb, f);
   }
 
   // wgmma of local block i with fragments `cur`; then, with up to kFragBuffers-1
@@ -237,13 +265,11 @@ struct MainloopRSPredecoded {
 #pragma unroll
     for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
     ptx::wgmma_fence();
-#pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      const uint32_t addr = xbase + (ks >> 2) * kXAtomBytes + (ks & 3) * 32;
-      ptx::wgmma_m64n128k16_rs(acc, cur[4 * ks + 0], cur[4 * ks + 1], cur[4 * ks + 2], cur[4 * ks + 3],
-                               ptx::smem_desc_sw128(addr), ks == 0 && fresh ? 0u : 1u);
-    }
+    MainloopRS::mma_block<kXAtomBytes>(acc, cur, xbase, fresh);
     ptx::wgmma_commit();
+    const bool more = i + 1 < nkb;
+    MainloopRS::WRaw w{};
+    if (kEarlyWLoad && more) w = fetch_w(s, c);  // block i+1's bytes while the older group finishes
     ptx::wgmma_wait<kFragBuffers - 1>();  // block i+1-kFragBuffers done: its stage and `nxt` are free
 #pragma unroll
     for (int k = 0; k < 32; ++k) ptx::fence_reg(nxt[k]);
@@ -254,7 +280,10 @@ struct MainloopRSPredecoded {
       if (c.lane == 0) release_stage(s, c, rs);
     }
     c.mstage = ms + 1 == kStages ? 0 : ms + 1;
-    if (i + 1 < nkb) load_w_fragments(s, c, nxt);
+    if (more) {
+      if (!kEarlyWLoad) w = fetch_w(s, c);
+      decode_w_fragments(w.a, w.b, w.sa, w.sb, nxt);
+    }
   }
 
   static __device__ __forceinline__ ConsumerState init_consumer(SharedStorage& s, const GemmParams& p) {
@@ -266,6 +295,7 @@ struct MainloopRSPredecoded {
     c.t = static_cast<uint32_t>(c.lane & 3);
     c.sf_mode = p.sf_mode;
     c.ring0 = ptx::smem_u32(&s.ring[0]);
+    if (kHoistOffsets) set_offsets(c);
     c.kb = 0;
     c.stage = 0; c.sphase = 0; c.mstage = 0;
     c.peer_empty0 = 0;

@@ -228,6 +228,14 @@ __device__ __forceinline__ uint64_t smem_desc_sw128(uint32_t addr) {
   return d;
 }
 
+// The same descriptor `byte_offset` bytes further on (byte_offset a multiple of 16, the
+// result still inside the 256 KB window): only the low word's start-address field
+// changes, and it cannot carry out of its 14 bits, so a 32-bit add on the low word does.
+__device__ __forceinline__ uint64_t smem_desc_advance(uint64_t desc, uint32_t byte_offset) {
+  const uint32_t lo = static_cast<uint32_t>(desc) + (byte_offset >> 4);
+  return (desc & 0xFFFFFFFF00000000ull) | lo;
+}
+
 // D(64x128 f32) = A(64x16 f16, registers) * B(16x128 f16, smem, K-major) + (scale_d ? D : 0).
 // scale_d = 0 starts a fresh accumulation (no zeroing of D needed).
 __device__ __forceinline__ void wgmma_m64n128k16_rs(float (&d)[64], uint32_t a0, uint32_t a1, uint32_t a2,
