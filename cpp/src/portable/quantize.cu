@@ -1,16 +1,20 @@
 // Portable quantize (with optional global-scale computation) and dequantize.
 //
-// Both are bandwidth-bound streaming kernels. Work is cut into "items": 32
-// consecutive K elements of one row (two scale blocks, 16 packed fp4 bytes), in
-// row-major order over (batch, row, item). A thread handles one item at a time with
-// 16-byte loads and stores; neighbouring threads take neighbouring items, so a warp
-// reads and writes contiguous memory. The grid is persistent (as many CTAs as fit on
-// the GPU at once) and strides over the items in chunks of 256, so there is no tail
-// wave and no per-item 64-bit division: each CTA carries its chunk's (batch, row,
-// item) coordinates forward by a fixed step.
+// Bandwidth-bound streaming kernels, two shapes of work:
+//   - aligned operands with long rows (the common case): rows are cut into fixed
+//     segments that warps walk in a grid stride (quantize_rows_kernel, amax_rows_kernel,
+//     dequantize_staged_kernel); lanes take consecutive 16-byte pieces so every warp
+//     access is contiguous, and each lane has several loads in flight before it computes;
+//   - everything else (short rows, unaligned or oddly strided operands): "items" of 32
+//     consecutive K elements of one row (two scale blocks, 16 packed fp4 bytes) in
+//     row-major order over (batch, row, item), one item per thread at a time, a
+//     persistent grid striding over the items in chunks of 256 with the (batch, row,
+//     item) coordinates carried forward (no per-item 64-bit division).
+// Measured versions and why each shape was chosen: bench/NOTES.md ("quantize /
+// dequantize / swizzle (portable)").
 //
 // Numerics are exactly formats.h's recipe (see common.cuh): the CPU backend and
-// this kernel produce identical bytes.
+// these kernels produce identical bytes.
 #include "portable/common.cuh"
 #include "portable/launchers.cuh"
 
@@ -315,9 +319,11 @@ __global__ void __launch_bounds__(kThreads) quantize_kernel(const QuantizeArgs a
 // Aligned operands, long rows: each lane quantizes whole 16-element blocks (one
 // scale byte, 8 code bytes), kQuantRowsUnroll<T> blocks in flight per lane (their
 // loads are issued before any of them is converted), the blocks of one step W lanes
-// apart so every warp load covers contiguous memory. A row is walked by a warp
-// (W = 32) or by the whole CTA (W = kThreads). Same recipe, same bytes as
-// quantize_kernel; blocked layouts also walk the zero padding rows and columns.
+// apart so every warp load covers contiguous memory. A row segment is walked by a warp
+// (W = 32, the default) or by the whole CTA (W = kThreads). The CTA first tabulates the
+// inverse scale of all 256 scale bytes in shared memory (same values as computing them
+// per block). Same recipe, same bytes as quantize_kernel; blocked layouts also walk the
+// zero padding rows and columns.
 #ifndef NVFP4_QUANT_ROWS_UNROLL16
 #define NVFP4_QUANT_ROWS_UNROLL16 2
 #endif
