@@ -533,50 +533,12 @@ struct MmaLaneAddrs {
   uint32_t bc, bs;   // {C0, C1, C0, C1} / {sb0, sb1} of chunk t of the tile
 };
 
-// One step: chunks cs + t (tile-relative) of rows g, g + 8 from stage `st`.
+// One step: chunks cs + t (tile-relative) of rows g, g + 8 from stage `st`; the A scale
+// pairs of rows g / g + 8 at sf_base + ad.sf + kSfU * u (+ kSfR8).
 // kCheck: the stage is partial (only chunks < nc of it exist).
-template <int SC, bool kBlocked, bool kCheck>
-__device__ __forceinline__ void mma_step(const MmaLaneAddrs& ad, uint32_t st, int u, int cs, int t, int nc,
-                                         float& acc0, float& acc1) {
-  constexpr uint32_t kA8 = 4 * 16 * SC;          // row g -> row g + 8 in a stage
-  constexpr uint32_t kSfU = kBlocked ? 128 : 8;  // scale pairs: per step (4 chunks)
-  constexpr uint32_t kSfR8 = kBlocked ? 8 : 16 * SC;
-  const uint4 x = lds128(st + ad.a + 64 * u);
-  const uint4 y = lds128(st + ad.a + kA8 + 64 * u);
-  const uint4 p = lds128(ad.b1 + cs * ad.b1_step);
-  const uint4 q = lds128(ad.b2 + cs * ad.b2_step);
-  uint4 d = lds128(ad.bc + 16 * cs);
-  const uint32_t xw[4] = {x.x, x.y, x.z, x.w}, yw[4] = {y.x, y.y, y.z, y.w};
-  const uint32_t bw[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
-#pragma unroll
-  for (int jw = 0; jw < 4; ++jw) {
-    uint32_t a[4];
-    decode_e2m1x8_u8(xw[jw], a[0], a[2]);
-    decode_e2m1x8_u8(yw[jw], a[1], a[3]);
-    imma_16832(d, a, bw[2 * jw], bw[2 * jw + 1]);
-  }
-  const uint32_t sp0 = lds_u16(st + ad.sf + kSfU * u);
-  const uint32_t sp1 = lds_u16(st + ad.sf + kSfR8 + kSfU * u);
-  const float2 sb = lds_f2(ad.bs + 8 * cs);
-  const float2 sa0 =
-      __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sp0), __NV_E4M3)));
-  const float2 sa1 =
-      __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sp1), __NV_E4M3)));
-  float s00 = sa0.x * sb.x, s01 = sa0.y * sb.y, s10 = sa1.x * sb.x, s11 = sa1.y * sb.y;
-  if (kCheck && 4 * u + t >= nc) s00 = s01 = s10 = s11 = 0.0f;  // chunk past K: stale data, maybe NaN scales
-  acc0 = fmaf(static_cast<float>(static_cast<int>(d.x)), s00, acc0);
-  acc0 = fmaf(static_cast<float>(static_cast<int>(d.y)), s01, acc0);
-  acc1 = fmaf(static_cast<float>(static_cast<int>(d.z)), s10, acc1);
-  acc1 = fmaf(static_cast<float>(static_cast<int>(d.w)), s11, acc1);
-}
-
-#if NVFP4_SM90_GEMV_SCALE_RING
-// mma_step with the A scales read from the CTA's scale ring: slot `sst` holds the stage's
-// SC/2 whole 512-byte K tiles of the 128-row block; ad.sf then is the lane's pair in tile
-// t / 2 of the step (task_local * 64 + the per-warp layout's offsets inside the tile).
-template <int SC, bool kCheck>
-__device__ __forceinline__ void mma_step_ring(const MmaLaneAddrs& ad, uint32_t st, uint32_t sst, int u, int cs, int t,
-                                              int nc, float& acc0, float& acc1) {
+template <int SC, bool kCheck, uint32_t kSfU, uint32_t kSfR8>
+__device__ __forceinline__ void mma_step_core(const MmaLaneAddrs& ad, uint32_t st, uint32_t sf_base, int u, int cs,
+                                              int t, int nc, float& acc0, float& acc1) {
   constexpr uint32_t kA8 = 4 * 16 * SC;  // row g -> row g + 8 in a stage
   const uint4 x = lds128(st + ad.a + 64 * u);
   const uint4 y = lds128(st + ad.a + kA8 + 64 * u);
@@ -592,19 +554,37 @@ __device__ __forceinline__ void mma_step_ring(const MmaLaneAddrs& ad, uint32_t s
     decode_e2m1x8_u8(yw[jw], a[1], a[3]);
     imma_16832(d, a, bw[2 * jw], bw[2 * jw + 1]);
   }
-  const uint32_t sp0 = lds_u16(sst + ad.sf + 1024 * u);  // a step = 2 tiles
-  const uint32_t sp1 = lds_u16(sst + ad.sf + 8 + 1024 * u);  // row g + 8 = row group q + 2
+  const uint32_t sp0 = lds_u16(sf_base + ad.sf + kSfU * u);
+  const uint32_t sp1 = lds_u16(sf_base + ad.sf + kSfR8 + kSfU * u);
   const float2 sb = lds_f2(ad.bs + 8 * cs);
   const float2 sa0 =
       __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sp0), __NV_E4M3)));
   const float2 sa1 =
       __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sp1), __NV_E4M3)));
   float s00 = sa0.x * sb.x, s01 = sa0.y * sb.y, s10 = sa1.x * sb.x, s11 = sa1.y * sb.y;
-  if (kCheck && 4 * u + t >= nc) s00 = s01 = s10 = s11 = 0.0f;  // chunk past K: stale or never-copied bytes
+  if (kCheck && 4 * u + t >= nc) s00 = s01 = s10 = s11 = 0.0f;  // chunk past K: stale data, maybe NaN scales
   acc0 = fmaf(static_cast<float>(static_cast<int>(d.x)), s00, acc0);
   acc0 = fmaf(static_cast<float>(static_cast<int>(d.y)), s01, acc0);
   acc1 = fmaf(static_cast<float>(static_cast<int>(d.z)), s10, acc1);
   acc1 = fmaf(static_cast<float>(static_cast<int>(d.w)), s11, acc1);
+}
+
+// A scales inside the stage: scale pairs per step (4 chunks) and row g -> g + 8 offsets.
+template <int SC, bool kBlocked, bool kCheck>
+__device__ __forceinline__ void mma_step(const MmaLaneAddrs& ad, uint32_t st, int u, int cs, int t, int nc,
+                                         float& acc0, float& acc1) {
+  mma_step_core<SC, kCheck, kBlocked ? 128u : 8u, kBlocked ? 8u : 16u * SC>(ad, st, st, u, cs, t, nc, acc0, acc1);
+}
+
+#if NVFP4_SM90_GEMV_SCALE_RING
+// A scales from the CTA's scale ring: slot `sst` holds the stage's SC/2 whole 512-byte K
+// tiles of the 128-row block; ad.sf then is the lane's pair in tile t / 2 of the step
+// (task_local * 64 + the per-warp layout's offsets inside the tile); a step = 2 tiles,
+// row g + 8 = row group q + 2.
+template <int SC, bool kCheck>
+__device__ __forceinline__ void mma_step_ring(const MmaLaneAddrs& ad, uint32_t st, uint32_t sst, int u, int cs, int t,
+                                              int nc, float& acc0, float& acc1) {
+  mma_step_core<SC, kCheck, 1024u, 8u>(ad, st, sst, u, cs, t, nc, acc0, acc1);
 }
 #endif
 
