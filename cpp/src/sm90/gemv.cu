@@ -1279,6 +1279,23 @@ inline int mma_ctas_per_sm(const MmaKernelInfo& info, int warps, size_t smem) {
   return std::min(std::min(by_threads, by_regs), std::min(by_smem, 32));
 }
 
+// Score of a grid of `ctas` CTAs of `warps` warps at `per_sm` CTAs per SM: how evenly the
+// last wave fills the SMs, times warps resident per SM (saturating at 12).
+inline double mma_grid_score(double ctas, int sm_count, int per_sm, int warps) {
+  const double slots = static_cast<double>(sm_count) * per_sm;
+  double balance, resident;
+  if (ctas <= slots) {
+    const double per = ctas / sm_count;
+    balance = per / std::ceil(per);
+    resident = per * warps;
+  } else {
+    const double waves = ctas / slots;
+    balance = waves / std::ceil(waves);
+    resident = static_cast<double>(per_sm) * warps;
+  }
+  return balance * std::min(1.0, resident / 12.0);
+}
+
 // K stages of one cluster rank, and the b tile (chunks) that a CTA then needs.
 inline int mma_stages_per_cta(int n_stages, int kc) { return (n_stages + kc - 1) / kc; }
 inline int mma_tile_cap(int nchunks, int sc, int stages_per_cta) {
@@ -1316,18 +1333,7 @@ inline void choose_mma_shape(const MmaKernelInfo& info, int sc, int depth, int n
         if (per_sm <= 0) continue;
         const int wt = w / ks;
         const double ctas = static_cast<double>(L * ((tasks_per_batch + wt - 1) / wt) * kc);
-        const double slots = static_cast<double>(sm_count) * per_sm;
-        double balance, resident;
-        if (ctas <= slots) {
-          const double per = ctas / sm_count;
-          balance = per / std::ceil(per);
-          resident = per * w;
-        } else {
-          const double waves = ctas / slots;
-          balance = waves / std::ceil(waves);
-          resident = static_cast<double>(per_sm) * w;
-        }
-        const double score = balance * std::min(1.0, resident / 12.0);
+        const double score = mma_grid_score(ctas, sm_count, per_sm, w);
         if (score > best + (kc > 1 ? 0.02 : 1e-9)) {  // a cluster split only for a clear gain
           best = score;
           best_ctas = ctas;
@@ -1431,19 +1437,8 @@ nvfp4_status_t launch_mma_ring(Args args, int kc, bool pad, const Exec& exec, in
       const int per_sm =
           mma_ctas_per_sm(info, kRingWarps, mma_ring_smem_bytes(SC, mma_tile_cap(args.nchunks, SC, spc), D));
       if (per_sm <= 0) continue;
-      const double ctas = static_cast<double>(L * args.groups_per_batch * c);
-      const double slots = static_cast<double>(sm_count) * per_sm;
-      double balance, resident;
-      if (ctas <= slots) {
-        const double per = ctas / sm_count;
-        balance = per / std::ceil(per);
-        resident = per * kRingWarps;
-      } else {
-        const double waves = ctas / slots;
-        balance = waves / std::ceil(waves);
-        resident = static_cast<double>(per_sm) * kRingWarps;
-      }
-      const double score = balance * std::min(1.0, resident / 12.0);
+      const double score =
+          mma_grid_score(static_cast<double>(L * args.groups_per_batch * c), sm_count, per_sm, kRingWarps);
       if (score > best + (c > 1 ? 0.02 : 1e-9)) {
         best = score;
         kc = c;
