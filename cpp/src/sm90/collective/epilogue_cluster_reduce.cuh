@@ -40,34 +40,38 @@ struct EpilogueClusterReduce {
     }
   }
 
+  // fp16 / bf16 stores of 4 values (vec: 8 contiguous bytes, else nvalid scalar stores).
+  static __device__ __forceinline__ uint32_t pack2(__half*, float x, float y) {
+    const __half2 h = __floats2half2_rn(x, y);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  static __device__ __forceinline__ uint32_t pack2(__nv_bfloat16*, float x, float y) {
+    const __nv_bfloat162 h = __floats2bfloat162_rn(x, y);
+    return *reinterpret_cast<const uint32_t*>(&h);
+  }
+  static __device__ __forceinline__ __half to16(__half*, float x) { return __float2half_rn(x); }
+  static __device__ __forceinline__ __nv_bfloat16 to16(__nv_bfloat16*, float x) { return __float2bfloat16_rn(x); }
+  template <class H>
+  static __device__ __forceinline__ void store4_16(H* c, const GemmParams& p, const float (&v)[4], int nvalid,
+                                                   bool vec) {
+    if (vec) {
+      uint2 u;
+      u.x = pack2(c, v[0], v[1]);
+      u.y = pack2(c, v[2], v[3]);
+      *reinterpret_cast<uint2*>(c) = u;
+    } else {
+      #pragma unroll
+      for (int e = 0; e < 4; ++e)
+        if (e < nvalid) c[e * p.c_col_stride] = to16(c, v[e]);
+    }
+  }
+
   static __device__ __forceinline__ void store4(const GemmParams& p, int64_t off, const float (&v)[4], int nvalid,
                                                 bool vec) {
     if (p.c_dtype == 4 /*fp16*/) {
-      __half* c = static_cast<__half*>(p.c) + off;
-      if (vec) {
-        __half2 a = __floats2half2_rn(v[0], v[1]), b = __floats2half2_rn(v[2], v[3]);
-        uint2 u;
-        u.x = *reinterpret_cast<uint32_t*>(&a);
-        u.y = *reinterpret_cast<uint32_t*>(&b);
-        *reinterpret_cast<uint2*>(c) = u;
-      } else {
-        #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (e < nvalid) c[e * p.c_col_stride] = __float2half_rn(v[e]);
-      }
+      store4_16(static_cast<__half*>(p.c) + off, p, v, nvalid, vec);
     } else if (p.c_dtype == 5 /*bf16*/) {
-      __nv_bfloat16* c = static_cast<__nv_bfloat16*>(p.c) + off;
-      if (vec) {
-        __nv_bfloat162 a = __floats2bfloat162_rn(v[0], v[1]), b = __floats2bfloat162_rn(v[2], v[3]);
-        uint2 u;
-        u.x = *reinterpret_cast<uint32_t*>(&a);
-        u.y = *reinterpret_cast<uint32_t*>(&b);
-        *reinterpret_cast<uint2*>(c) = u;
-      } else {
-        #pragma unroll
-        for (int e = 0; e < 4; ++e)
-          if (e < nvalid) c[e * p.c_col_stride] = __float2bfloat16_rn(v[e]);
-      }
+      store4_16(static_cast<__nv_bfloat16*>(p.c) + off, p, v, nvalid, vec);
     } else {
       float* c = static_cast<float*>(p.c) + off;
       if (vec) {
