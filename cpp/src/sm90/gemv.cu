@@ -335,39 +335,6 @@ inline size_t mma_smem_bytes(int sc, int tile_cap, int warps, int depth) {
   return mma_b_region_bytes(tile_cap) + static_cast<size_t>(warps) * depth * mma_stage_bytes(sc);
 }
 
-// Scale ring (experiment, NOT measured; default 0 = not compiled, the build is unchanged).
-// 1: MMA variant 8 (= variant 3 geometry, SC 16, D 2, LPR 16) with the blocked A scales of
-// a stage fetched per CTA instead of per warp, and the automatic choice takes it for
-// blocked scales. Why: on 7168x16384x1 the copies of the scales as 64-byte pieces (each
-// warp task reads its own 64 B of every 512-B tile) cost ~4 µs of 22.4 in gemv4's probe
-// (H200, bench/NOTES.md "Session 4"), although they are 12.5% of the bytes. A CTA of
-// Wt = 8 tasks (= one 128-row block) x KS = 1 needs, per stage, whole tiles (SC/2) g ..
-// (SC/2) g + SC/2 - 1 of its block: 4 KB contiguous in the blocked layout. Thread 0 brings
-// them with one cp.async.bulk into a ring of kRingSlots slots shared by the 8 warps (full
-// barrier: the bulk copy's complete_tx; empty barrier: one arrival per active warp). A keeps
-// the per-warp cp.async ring. K is split over the CTAs of a cluster (KC) instead of over
-// the warps of a CTA. Linear scales keep the per-warp path (rows are not contiguous).
-#ifndef NVFP4_SM90_GEMV_SCALE_RING
-#define NVFP4_SM90_GEMV_SCALE_RING 0
-#endif
-#if NVFP4_SM90_GEMV_SCALE_RING
-constexpr int kRingSlots = 4;  // scale stages resident per CTA
-constexpr int kRingAhead = 3;  // stages issued ahead of (and including) the one being consumed
-static_assert(kRingAhead >= 1 && kRingAhead < kRingSlots, "the producer refills a slot released one stage earlier");
-constexpr int kRingWarps = 8;  // Wt (tasks of one 128-row block), KS = 1
-__host__ __device__ constexpr int ring_slot_bytes(int sc) { return (sc / 2) * 512; }  // SC/2 K tiles
-// Layout: [decoded b][scale ring][full[kRingSlots], empty[kRingSlots] mbarriers][per-warp A rings]
-__host__ __device__ inline uint32_t ring_bars_offset(int sc, int tile_cap) {
-  return static_cast<uint32_t>(mma_b_region_bytes(tile_cap)) + kRingSlots * ring_slot_bytes(sc);
-}
-__host__ __device__ inline uint32_t ring_warps_offset(int sc, int tile_cap) {
-  return ring_bars_offset(sc, tile_cap) + 128;  // 2 * kRingSlots * 8 bytes, padded
-}
-inline size_t mma_ring_smem_bytes(int sc, int tile_cap, int depth) {
-  return ring_warps_offset(sc, tile_cap) + static_cast<size_t>(kRingWarps) * depth * mma_stage_a(sc);
-}
-#endif
-
 // Decode tables (see above), as the two 32-bit halves of each 8-byte table.
 constexpr uint32_t kLutPosLo = 0xf0f1f2f3u, kLutPosHi = 0xe7ebedefu;  // ~(12 + v)
 constexpr uint32_t kLutNegLo = 0xf6f5f4f3u, kLutNegHi = 0xfffbf9f7u;  // ~(12 - v)
@@ -454,44 +421,6 @@ __device__ __forceinline__ void pdl_launch_dependents() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
-#if NVFP4_SM90_GEMV_SCALE_RING
-// mbarriers and the bulk copy of the scale ring (shared-window addresses).
-__device__ __forceinline__ void mbar_init(uint32_t bar, uint32_t count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(bar), "r"(count) : "memory");
-}
-// Makes the initialized barriers visible to the other threads (after a CTA barrier) and to
-// the async proxy (the bulk copies' complete_tx).
-__device__ __forceinline__ void mbar_init_fence() {
-  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-}
-// Arrival with release semantics (.release.cta is mbarrier.arrive's default).
-__device__ __forceinline__ void mbar_arrive(uint32_t bar) {
-  asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.shared::cta.b64 st, [%0];\n\t}" ::"r"(bar) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive_expect_tx(uint32_t bar, uint32_t bytes) {
-  asm volatile("{\n\t.reg .b64 st;\n\tmbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1;\n\t}" ::"r"(bar),
-               "r"(bytes)
-               : "memory");
-}
-// Waits (acquire) until the phase with parity `parity` of the barrier has completed.
-__device__ __forceinline__ void mbar_wait(uint32_t bar, uint32_t parity) {
-  asm volatile(
-      "{\n\t.reg .pred done;\n\t"
-      "RING_WAIT:\n\t"
-      "mbarrier.try_wait.parity.shared::cta.b64 done, [%0], %1;\n\t"
-      "@!done bra RING_WAIT;\n\t}" ::"r"(bar),
-      "r"(parity)
-      : "memory");
-}
-// Global -> shared bulk copy (16-byte multiple, 16-byte aligned), completion counted on `bar`.
-__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t bytes, uint32_t bar) {
-  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];" ::"r"(dst),
-               "l"(src), "r"(bytes), "r"(bar)
-               : "memory");
-}
-#endif
-
 // b chunks [t0, t0 + tn) -> shared memory: s_bq[c] = the 32 bytes b' = 2b (s8, natural
 // element order), s_bc[c] = {C0, C1, C0, C1} with C = -12 * sum of the block's b',
 // s_bs[c] = the two block scales in fp32.
@@ -533,12 +462,13 @@ struct MmaLaneAddrs {
   uint32_t bc, bs;   // {C0, C1, C0, C1} / {sb0, sb1} of chunk t of the tile
 };
 
-// One step: chunks cs + t (tile-relative) of rows g, g + 8 from stage `st`; the A scale
-// pairs of rows g / g + 8 at sf_base + ad.sf + kSfU * u (+ kSfR8).
+// One step: chunks cs + t (tile-relative) of rows g, g + 8 from stage `st`, whose A scale
+// pairs of rows g / g + 8 lie at st + ad.sf + kSfU * u (+ kSfR8).
 // kCheck: the stage is partial (only chunks < nc of it exist).
-template <int SC, bool kCheck, uint32_t kSfU, uint32_t kSfR8>
-__device__ __forceinline__ void mma_step_core(const MmaLaneAddrs& ad, uint32_t st, uint32_t sf_base, int u, int cs,
-                                              int t, int nc, float& acc0, float& acc1) {
+template <int SC, bool kBlocked, bool kCheck>
+__device__ __forceinline__ void mma_step(const MmaLaneAddrs& ad, uint32_t st, int u, int cs, int t, int nc,
+                                         float& acc0, float& acc1) {
+  constexpr uint32_t kSfU = kBlocked ? 128u : 8u, kSfR8 = kBlocked ? 8u : 16u * SC;  // per step / row g -> g + 8
   constexpr uint32_t kA8 = 4 * 16 * SC;  // row g -> row g + 8 in a stage
   const uint4 x = lds128(st + ad.a + 64 * u);
   const uint4 y = lds128(st + ad.a + kA8 + 64 * u);
@@ -554,8 +484,8 @@ __device__ __forceinline__ void mma_step_core(const MmaLaneAddrs& ad, uint32_t s
     decode_e2m1x8_u8(yw[jw], a[1], a[3]);
     imma_16832(d, a, bw[2 * jw], bw[2 * jw + 1]);
   }
-  const uint32_t sp0 = lds_u16(sf_base + ad.sf + kSfU * u);
-  const uint32_t sp1 = lds_u16(sf_base + ad.sf + kSfR8 + kSfU * u);
+  const uint32_t sp0 = lds_u16(st + ad.sf + kSfU * u);
+  const uint32_t sp1 = lds_u16(st + ad.sf + kSfR8 + kSfU * u);
   const float2 sb = lds_f2(ad.bs + 8 * cs);
   const float2 sa0 =
       __half22float2(__half2(__nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(sp0), __NV_E4M3)));
@@ -569,45 +499,15 @@ __device__ __forceinline__ void mma_step_core(const MmaLaneAddrs& ad, uint32_t s
   acc1 = fmaf(static_cast<float>(static_cast<int>(d.w)), s11, acc1);
 }
 
-// A scales inside the stage: scale pairs per step (4 chunks) and row g -> g + 8 offsets.
-template <int SC, bool kBlocked, bool kCheck>
-__device__ __forceinline__ void mma_step(const MmaLaneAddrs& ad, uint32_t st, int u, int cs, int t, int nc,
-                                         float& acc0, float& acc1) {
-  mma_step_core<SC, kCheck, kBlocked ? 128u : 8u, kBlocked ? 8u : 16u * SC>(ad, st, st, u, cs, t, nc, acc0, acc1);
-}
-
-#if NVFP4_SM90_GEMV_SCALE_RING
-// A scales from the CTA's scale ring: slot `sst` holds the stage's SC/2 whole 512-byte K
-// tiles of the 128-row block; ad.sf then is the lane's pair in tile t / 2 of the step
-// (task_local * 64 + the per-warp layout's offsets inside the tile); a step = 2 tiles,
-// row g + 8 = row group q + 2.
-template <int SC, bool kCheck>
-__device__ __forceinline__ void mma_step_ring(const MmaLaneAddrs& ad, uint32_t st, uint32_t sst, int u, int cs, int t,
-                                              int nc, float& acc0, float& acc1) {
-  mma_step_core<SC, kCheck, 1024u, 8u>(ad, st, sst, u, cs, t, nc, acc0, acc1);
-}
-#endif
-
 // CTA = Wt warp tasks (16 rows each) x KS K-parts; warp part kp takes the stages kp,
 // kp + KS, ... of its task. blockDim = 32 * Wt * KS.
-#if NVFP4_SM90_GEMV_SCALE_RING
-// kRing: the A scales come through the CTA's scale ring (see NVFP4_SM90_GEMV_SCALE_RING);
-// needs kBlocked, ks_split == 1 and blockDim == 32 * kRingWarps.
-template <int SC, int D, bool kBlocked, int LPR, bool kRing = false>
-#else
 template <int SC, int D, bool kBlocked, int LPR>
-#endif
 __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Args args, int ks_split) {
   static_assert(SC % 4 == 0 && kMmaTileChunks % SC == 0, "stage geometry");
   static_assert((LPR == 2 || LPR == 8 || LPR == 16) && SC % LPR == 0, "copy geometry");
   static_assert(D >= 2, "ring depth");
   constexpr int kStageA = mma_stage_a(SC);
-#if NVFP4_SM90_GEMV_SCALE_RING
-  static_assert(!kRing || (kBlocked && SC % 2 == 0), "scale ring: blocked scales, whole K tiles per stage");
-  constexpr int kStageBytes = kRing ? kStageA : mma_stage_bytes(SC);  // ring: no scale part per warp
-#else
   constexpr int kStageBytes = mma_stage_bytes(SC);
-#endif
   constexpr int kRowBytes = 16 * SC;  // bytes of one row per stage
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
@@ -638,14 +538,8 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
   float2* s_bs = reinterpret_cast<float2*>(smem_raw + 48 * static_cast<size_t>(tile_cap));
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t zero16 = smem_base + mma_zero_offset(tile_cap);
-#if NVFP4_SM90_GEMV_SCALE_RING
-  const uint32_t ring = smem_base +
-                        (kRing ? ring_warps_offset(SC, tile_cap) : static_cast<uint32_t>(mma_b_region_bytes(tile_cap))) +
-                        static_cast<uint32_t>(warp * D * kStageBytes);
-#else
   const uint32_t ring = smem_base + static_cast<uint32_t>(mma_b_region_bytes(tile_cap)) +
                         static_cast<uint32_t>(warp * D * kStageBytes);
-#endif
   if (threadIdx.x < 4) reinterpret_cast<uint32_t*>(smem_raw + mma_zero_offset(tile_cap))[threadIdx.x] = 0u;
 
   // ---- copy side: LPR lanes per row, 32 / LPR rows per copy instruction. Lane L takes
@@ -714,9 +608,6 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
       for (int c = 0; c < SC / LPR; ++c)
         if (nc == SC || cp_p + LPR * c < nc) cp_async16(row_dst + 16 * LPR * c, row_src + 16 * LPR * c);
     }
-#if NVFP4_SM90_GEMV_SCALE_RING
-    if constexpr (!kRing)  // ring: thread 0 brings the CTA's scales (ring_issue)
-#endif
       if (sf_lane && gs * sf_gstep < sf_lim) cp_async16(sf_dst + so, sf_src + gs * sf_step);
   };
 
@@ -725,9 +616,6 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
   MmaLaneAddrs ad;
   ad.a = (g & 1 ? mma_odd_rows(SC) : 0) + (g >> 1) * kRowBytes + 16 * t;
   ad.sf = kBlocked ? kStageA + (t >> 1) * 64 + (t & 1) * 2 + (g & 3) * 16 + (g >> 2) * 4 : kStageA + g * 2 * SC + 2 * t;
-#if NVFP4_SM90_GEMV_SCALE_RING
-  if constexpr (kRing) ad.sf = task_local * 64 + (t >> 1) * 512 + (t & 1) * 2 + (g & 3) * 16 + (g >> 2) * 4;
-#endif
   const bool b_act = (g >> 1) == t;
   ad.b1 = b_act && !(g & 1) ? smem_base + 32 * t : zero16;
   ad.b2 = b_act && (g & 1) ? smem_base + 32 * t + 16 : zero16;
@@ -777,55 +665,6 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
     if (i < n_mine) issue(i, i);
     cp_async_commit();
   }
-#if NVFP4_SM90_GEMV_SCALE_RING
-  // ---- scale ring (kRing; KS = 1, so every active warp runs the same n_mine stages, local
-  // index j = stage s_begin + j). Slot of stage j: j % kRingSlots; fill k of a slot = stage
-  // slot + k * kRingSlots, so full[slot] completes its phase k when that stage has landed and
-  // empty[slot] its phase k when every active warp has finished reading it: a wait for stage
-  // j uses parity (j / kRingSlots) & 1. Producer = thread 0 (warp 0 = the CTA's first task:
-  // active whenever any warp is). It issues stages 0 .. kRingAhead - 1 here and, at its
-  // iteration j >= 1, stage s = j + kRingAhead - 1 into the slot of stage s - kRingSlots =
-  // j - 1 - (kRingSlots - kRingAhead), after waiting for that stage's release (so the other
-  // warps may trail warp 0 by kRingSlots - kRingAhead stages before it stalls).
-  // Why the parities cannot alias (a wait never sees a phase two fills away): a slot is refilled
-  // only after all active warps released its previous stage, and a warp waits for stage j only
-  // after it consumed stage j - kRingSlots (same slot, previous phase), so full[slot] is at most
-  // one phase ahead of any waiter; the producer waits for the release of the fill it is about
-  // to overwrite, issued by itself, so empty[slot] is at most one phase ahead of it too.
-  // Deadlock freedom: the producer waits only for the release of a stage older than the one
-  // it is consuming; those stages were all issued, so every warp can reach and release them
-  // without anything from warp 0. Every issued stage is consumed (and thus landed) before
-  // the CTA exits: no bulk copy outlives the CTA.
-  const uint32_t sring = smem_base + static_cast<uint32_t>(mma_b_region_bytes(tile_cap));
-  const uint32_t bars = smem_base + ring_bars_offset(SC, tile_cap);  // full[i] at 8 i, empty[i] at 8 (kRingSlots + i)
-  const uint8_t* ring_src =
-      args.sfa + l * args.sfa_batch + blk * args.sfa_tile_row_bytes;  // tile 0 of the block (CTA = one block)
-  auto ring_issue = [&](int jj) {  // thread 0 only
-    const int tile0 = (SC / 2) * (s_begin + jj);
-    const uint32_t bytes = 512u * static_cast<uint32_t>(min(SC / 2, args.tiles_k - tile0));  // last stage: partial
-    const uint32_t slot = static_cast<uint32_t>(jj % kRingSlots);
-    mbar_arrive_expect_tx(bars + 8 * slot, bytes);  // before the copy: its complete_tx then cannot
-    bulk_g2s(sring + slot * ring_slot_bytes(SC), ring_src + static_cast<int64_t>(tile0) * 512, bytes,
-             bars + 8 * slot);                      // complete the phase early
-  };
-  if constexpr (kRing) {
-    if (threadIdx.x == 0 && n_mine > 0) {
-      // Active warps = the tasks of this CTA with rows (the others have n_mine = 0 and never
-      // arrive). Tasks of a CTA are consecutive, so warp 0 is active if any is.
-      int n_active = 0;
-      for (int i = 0; i < wt; ++i) {
-        const int64_t tk = (group - l * args.groups_per_batch) * wt + i;
-        n_active += tk < args.tasks_per_batch && (tk >> 3) * 128 + 4 * (tk & 7) < args.M;
-      }
-      for (int i = 0; i < kRingSlots; ++i) {
-        mbar_init(bars + 8 * i, 1);  // the producer's arrive.expect_tx (+ the copy's bytes)
-        mbar_init(bars + 8 * (kRingSlots + i), static_cast<uint32_t>(n_active));
-      }
-      mbar_init_fence();  // the other threads first touch the barriers after the b decode's __syncthreads
-      for (int i = 0; i < kRingAhead && i < n_mine; ++i) ring_issue(i);
-    }
-  }
-#endif
   if (pf_ok)
     for (int i = D - 1; i < D - 1 + pf && i < n_mine; ++i) prefetch(i);
 
@@ -842,23 +681,8 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
       if (j + D - 1 < n_mine) issue(slot == 0 ? D - 1 : slot - 1, j + D - 1);
       cp_async_commit();
       if (pf_ok && j + D - 1 + pf < n_mine) prefetch(j + D - 1 + pf);
-#if NVFP4_SM90_GEMV_SCALE_RING
-      if constexpr (kRing) {
-        const int s = j + kRingAhead - 1;  // (stages 0 .. kRingAhead - 1: prologue)
-        if (threadIdx.x == 0 && j >= 1 && s < n_mine) {
-          if (s >= kRingSlots)  // the slot's previous stage s - kRingSlots is released by every warp
-            mbar_wait(bars + 8 * (kRingSlots + s % kRingSlots), static_cast<uint32_t>(s / kRingSlots - 1) & 1u);
-          ring_issue(s);
-        }
-      }
-#endif
       cp_async_wait<D - 1>();  // this lane's copies of stage j have landed
       __syncwarp();            // ... and those of the other lanes
-#if NVFP4_SM90_GEMV_SCALE_RING
-      // Every lane waits (acquire) for the stage's scales: the bulk copy's writes are then
-      // visible to it.
-      if constexpr (kRing) mbar_wait(bars + 8 * (j % kRingSlots), static_cast<uint32_t>(j / kRingSlots) & 1u);
-#endif
 
       const int gs = s_begin + kp + ks_split * j;
       const int c0 = SC * gs - t0;                // tile-relative chunk of the stage's first chunk
@@ -870,36 +694,13 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
 #else
       if (nc == SC) {
 #endif
-#if NVFP4_SM90_GEMV_SCALE_RING
-        if constexpr (kRing) {
-          const uint32_t sst = sring + static_cast<uint32_t>(j % kRingSlots) * ring_slot_bytes(SC);
-#pragma unroll
-          for (int u = 0; u < SC / 4; ++u) mma_step_ring<SC, false>(ad, st, sst, u, c0 + 4 * u, t, nc, acc0, acc1);
-        } else
-#endif
 #pragma unroll
         for (int u = 0; u < SC / 4; ++u) mma_step<SC, kBlocked, false>(ad, st, u, c0 + 4 * u, t, nc, acc0, acc1);
       } else {
-#if NVFP4_SM90_GEMV_SCALE_RING
-        if constexpr (kRing) {
-          const uint32_t sst = sring + static_cast<uint32_t>(j % kRingSlots) * ring_slot_bytes(SC);
-#pragma unroll
-          for (int u = 0; u < SC / 4; ++u)
-            if (4 * u < nc && nc < SC) mma_step_ring<SC, true>(ad, st, sst, u, c0 + 4 * u, t, nc, acc0, acc1);
-        } else
-#endif
 #pragma unroll
         for (int u = 0; u < SC / 4; ++u)
           if (4 * u < nc && nc < SC) mma_step<SC, kBlocked, true>(ad, st, u, c0 + 4 * u, t, nc, acc0, acc1);
       }
-#if NVFP4_SM90_GEMV_SCALE_RING
-      if constexpr (kRing) {
-        // Release the scale slot: __syncwarp orders every lane's reads of it before lane 0's
-        // arrive (release); the producer's wait (acquire) orders them before its refill.
-        __syncwarp();
-        if (lane == 0) mbar_arrive(bars + 8 * (kRingSlots + j % kRingSlots));
-      }
-#endif
       slot = slot + 1 == D ? 0 : slot + 1;
     }
   }
@@ -1125,7 +926,6 @@ __global__ void __launch_bounds__(kThreads, (R * U <= 4 ? 2 : 1)) gemv_reg_kerne
     if (row_ok[r]) store_out(args, l, row0 + r, acc[r], 2.0f);
 }
 
-
 // ---------------------------------------------------------------------------------
 // Host side
 // ---------------------------------------------------------------------------------
@@ -1147,11 +947,7 @@ constexpr int kNumConfigs = sizeof(kConfigs) / sizeof(kConfigs[0]);
 // (KS = 0: automatic KS and Wt). Variants (launch_mma_variant): stage chunks SC, ring
 // depth D, lanes per row in the copies LPR.
 constexpr int kMmaCfg = 20000;
-#if NVFP4_SM90_GEMV_SCALE_RING
-constexpr int kDefaultMmaVariant = 8;  // variant 8: variant 3 + the CTA scale ring (blocked scales)
-#else
 constexpr int kDefaultMmaVariant = 3;
-#endif
 // L2 prefetch distance (stages beyond the ring) for the automatic choice; forced
 // requests add 100000 * (distance + 1) to the MMA cfg.
 constexpr int kDefaultPrefetch = 0;
@@ -1388,87 +1184,6 @@ nvfp4_status_t launch_mma(Args args, int ks, int wt, int kc, bool pad, const Exe
                    ks);
 }
 
-#if NVFP4_SM90_GEMV_SCALE_RING
-template <int SC, int D, int LPR>
-nvfp4_status_t mma_info_ring(int device, MmaKernelInfo* out) {
-  constexpr int kMaxDevices = 64;
-  static MmaKernelInfo cache[kMaxDevices];
-  MmaKernelInfo* info = (device >= 0 && device < kMaxDevices) ? &cache[device] : nullptr;
-  if (info && info->ready) {
-    *out = *info;
-    return NVFP4_SUCCESS;
-  }
-  MmaKernelInfo v;
-  cudaFuncAttributes fa;
-  NVFP4_CUDA_TRY(cudaFuncGetAttributes(&fa, gemv_mma_kernel<SC, D, true, LPR, true>));
-  v.regs = fa.numRegs;
-  int optin = 0;
-  NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.regs_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
-  NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  v.static_smem = static_cast<int>(fa.sharedSizeBytes);
-  v.max_smem_block = optin - v.static_smem;
-  NVFP4_CUDA_TRY(cudaFuncSetAttribute(gemv_mma_kernel<SC, D, true, LPR, true>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, v.max_smem_block));
-  v.ready = true;
-  if (info) *info = v;  // benign race: every writer stores the same values
-  *out = v;
-  return NVFP4_SUCCESS;
-}
-
-// Scale-ring launch (blocked scales): KS = 1, Wt = kRingWarps (a CTA = one 128-row block);
-// the K split goes over a cluster of KC CTAs: forced (kc > 0) or the KC in {1, 2, 4} with
-// the best score of choose_mma_shape's kind (balance x resident warps / 12; a larger KC only
-// for a clear gain, and while each CTA keeps >= 2 stages). E.g. (132 SMs): 7168x16384x1 ->
-// KC 4 (224 CTAs), 4096x7168x8 and 7168x2048x4 -> KC 1 (256 / 224 CTAs).
-template <int SC, int D, int LPR>
-nvfp4_status_t launch_mma_ring(Args args, int kc, bool pad, const Exec& exec, int sm_count, int64_t L) {
-  MmaKernelInfo info;
-  const nvfp4_status_t st = mma_info_ring<SC, D, LPR>(exec.device, &info);
-  if (st != NVFP4_SUCCESS) return st;
-  const int n_stages = (args.nchunks + SC - 1) / SC;
-  args.groups_per_batch = args.tasks_per_batch / kRingWarps;  // tasks_per_batch = 8 * blocks
-  if (kc <= 0) {
-    double best = -1.0;
-    kc = 0;
-    for (int c = 1; c <= kMmaMaxCluster; c *= 2) {
-      const int spc = mma_stages_per_cta(n_stages, c);
-      if (c > 1 && spc < 2) break;
-      const int per_sm =
-          mma_ctas_per_sm(info, kRingWarps, mma_ring_smem_bytes(SC, mma_tile_cap(args.nchunks, SC, spc), D));
-      if (per_sm <= 0) continue;
-      const double score =
-          mma_grid_score(static_cast<double>(L * args.groups_per_batch * c), sm_count, per_sm, kRingWarps);
-      if (score > best + (c > 1 ? 0.02 : 1e-9)) {
-        best = score;
-        kc = c;
-      }
-    }
-    if (kc == 0) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemv: shared memory too small");
-  }
-  args.cluster_k = kc;
-  args.stages_per_cta = mma_stages_per_cta(n_stages, kc);
-  args.tile_cap = mma_tile_cap(args.nchunks, SC, args.stages_per_cta);
-  const size_t smem = mma_ring_smem_bytes(SC, args.tile_cap, D);
-  if (kc > kMmaMaxCluster || mma_ctas_per_sm(info, kRingWarps, smem) <= 0)
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemv: shared memory too small");
-  const int64_t ctas = args.groups_per_batch * L * kc;
-  if (ctas > 0x7FFFFFFF) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemv: grid too large");
-  size_t smem_launch = smem;  // the same per-SM cap as launch_mma
-  if (pad && kc <= 2) {
-    const int per_sm = mma_ctas_per_sm(info, kRingWarps, smem);
-    const int64_t share = (ctas + sm_count - 1) / sm_count;
-    if (share < per_sm) {
-      const int64_t need = info.smem_per_sm / (share + 1) + 1 - info.static_smem - 1024;
-      if (need > static_cast<int64_t>(smem_launch) && need <= info.max_smem_block)
-        smem_launch = static_cast<size_t>(need + 127) / 128 * 128;
-    }
-  }
-  return launch_ex(gemv_mma_kernel<SC, D, true, LPR, true>, args, ctas, 32 * kRingWarps, smem_launch,
-                   cuda_stream(exec), kc, 1);
-}
-#endif
-
 inline nvfp4_status_t launch_mma_variant(int variant, const Args& args, int ks, int wt, int kc, bool pad,
                                          const Exec& exec, int sm_count, int64_t L) {
   const bool blocked = args.sf_blocked != 0;
@@ -1481,13 +1196,6 @@ inline nvfp4_status_t launch_mma_variant(int variant, const Args& args, int ks, 
   switch (variant) {
     NVFP4_GEMV_MMA_CASE(2, 16, 2, 8)
     NVFP4_GEMV_MMA_CASE(3, 16, 2, 16)
-#if NVFP4_SM90_GEMV_SCALE_RING
-    // Variant 8 (experiment): variant 3 with the CTA scale ring; forced KS / Wt are ignored
-    // (always 1 / kRingWarps), KC is honored. Linear scales: variant 3's per-warp path.
-    case 8:
-      return blocked ? launch_mma_ring<16, 2, 16>(args, kc, pad, exec, sm_count, L)
-                     : launch_mma<16, 2, false, 16>(args, ks, wt, kc, pad, exec, sm_count, L);
-#endif
     default: break;
   }
 #undef NVFP4_GEMV_MMA_CASE
