@@ -81,37 +81,6 @@ __device__ __forceinline__ void decode_w_fragments(const uint4& a, const uint4& 
   }
 }
 
-// The same fragments one k-step at a time (kInterleaveDecode: a slice between two wgmma
-// issues). WScale2 = the two rows' scales as fp16x2 pairs (computed once per block);
-// decode_w_kstep(ks, ...) writes f[4ks .. 4ks+3] exactly as decode_w_fragments does
-// (word ks/2 of each row, pairs 2(ks&1) and 2(ks&1)+1). ks must be a compile-time constant
-// after unrolling.
-struct WScale2 {
-  uint32_t a[2], b[2];
-};
-__device__ __forceinline__ WScale2 w_scale_pairs(uint32_t sa, uint32_t sb) {
-  const uint32_t ha = e4m3x2_to_f16x2(sa), hb = e4m3x2_to_f16x2(sb);
-  return WScale2{{bcast_lo(ha), bcast_hi(ha)}, {bcast_lo(hb), bcast_hi(hb)}};
-}
-__device__ __forceinline__ void decode_w_kstep(int ks, const uint4& a, const uint4& b, const WScale2& sc,
-                                               uint32_t (&f)[32]) {
-  const uint32_t qa[4] = {a.x, a.y, a.z, a.w};
-  const uint32_t qb[4] = {b.x, b.y, b.z, b.w};
-  const int w = ks >> 1;
-  const uint32_t s_a = sc.a[w >> 1], s_b = sc.b[w >> 1];
-  if (ks & 1) {
-    f[4 * ks + 0] = decode_pair<2>(qa[w], s_a);
-    f[4 * ks + 1] = decode_pair<2>(qb[w], s_b);
-    f[4 * ks + 2] = decode_pair<3>(qa[w], s_a);
-    f[4 * ks + 3] = decode_pair<3>(qb[w], s_b);
-  } else {
-    f[4 * ks + 0] = decode_pair<0>(qa[w], s_a);
-    f[4 * ks + 1] = decode_pair<0>(qb[w], s_b);
-    f[4 * ks + 2] = decode_pair<1>(qa[w], s_a);
-    f[4 * ks + 3] = decode_pair<1>(qb[w], s_b);
-  }
-}
-
 // 64 consecutive K elements of one row (the words 2h, 2h+1 of each 16-byte chunk t of a
 // 128-K block: q[t][0..1]) -> logical chunks 8h .. 8h+7 (8 fp16 each, 16 bytes): out[j]
 // = chunk 8h + j. sc2[t] = (s, s), the scale of physical block 2t + h.

@@ -62,18 +62,8 @@
 #define NVFP4_SM90_HOIST_OFFSETS 1
 #endif
 
-// kInterleaveDecode (gemm7, default off, NOT measured yet): the consumer step waits for the
-// previous wgmma group first (wgmma.wait_group 0: gemm6's ncu profile shows that wait never
-// stalls today), then issues block i's 8 wgmma with one k-step slice of block i+1's weight
-// decode (4 fragment registers) after each, so the decode fills the issue span of the
-// group instead of following it (both mainloops; gemm6's plan, bench/NOTES.md).
-#ifndef NVFP4_SM90_INTERLEAVE_DECODE
-#define NVFP4_SM90_INTERLEAVE_DECODE 0
-#endif
-
 namespace nvfp4::sm90 {
 
-constexpr bool kInterleaveDecode = NVFP4_SM90_INTERLEAVE_DECODE != 0;
 constexpr bool kDescIncrement = NVFP4_SM90_DESC_INCREMENT != 0;
 constexpr bool kEarlyWLoad = NVFP4_SM90_EARLY_W_LOAD != 0;
 constexpr bool kHoistOffsets = NVFP4_SM90_HOIST_OFFSETS != 0;

@@ -362,65 +362,6 @@ struct MainloopRS {
     }
   }
 
-  // kInterleaveDecode: mma_block with the decode of the next block's fragments (`nxt`,
-  // from its raw bytes `w`) spread over the issue: k-step slice ks right after wgmma ks.
-  // No wgmma.fence between the wgmmas: the slices write registers that no wgmma of this
-  // group reads (nor any older group: the caller has waited for them), and the next
-  // group's wgmma.fence comes after the last write. `nxt` must stay allocated apart from
-  // `f` (the caller pins f with fence_reg after the next wait, so f is live throughout).
-  template <int kAtomBytes>
-  static __device__ __forceinline__ void mma_block_decode_next(float (&acc)[64], const uint32_t (&f)[32],
-                                                               uint32_t xbase, bool fresh, const WRaw& w,
-                                                               uint32_t (&nxt)[32]) {
-    const uint64_t desc0 = ptx::smem_desc_sw128(xbase);
-    WScale2 sc;
-#pragma unroll
-    for (int ks = 0; ks < 8; ++ks) {
-      const uint32_t off = (ks >> 2) * kAtomBytes + (ks & 3) * 32;
-      const uint64_t desc = kDescIncrement ? ptx::smem_desc_advance(desc0, off) : ptx::smem_desc_sw128(xbase + off);
-      ptx::wgmma_m64n128k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3], desc,
-                               ks == 0 && fresh ? 0u : 1u);
-      if (ks == 0) sc = w_scale_pairs(w.sa, w.sb);  // after the first issue: it waits for the LDS
-      decode_w_kstep(ks, w.a, w.b, sc, nxt);
-    }
-  }
-
-  // kInterleaveDecode step: wait for group i-1 (free: nxt, its decoded buffer, and acc for
-  // the promotion), release that buffer, fetch block i+1's raw weights, then issue block
-  // i's group with block i+1's decode interleaved (mma_block_decode_next). On the last
-  // block the decode runs on zeros into the unused set (keeps one copy of the 8 wgmma).
-  template <int P>
-  static __device__ __forceinline__ void consumer_step_interleaved(SharedStorage& s, ConsumerState& c, int i,
-                                                                   int nkb, float (&acc)[64], float (&total)[64],
-                                                                   uint32_t (&cur)[32], uint32_t (&nxt)[32]) {
-    using Promo = AccumulatorPromotionT<P>;
-    // Block i+1's raw bytes before the wait (their shared-memory latency then overlaps the
-    // group's tail); not with promotion: 10 more registers live beside two in-flight sets
-    // spill at the consumers' 208 (gemm5, kEarlyWLoad).
-    constexpr bool kFetchFirst = P == 0;
-    WRaw w{};
-    if (kFetchFirst && i + 1 < nkb) w = fetch_w(s, c);
-    ptx::wgmma_wait<0>();  // block i-1's group: its fragments (nxt) and decoded buffer are free
-#pragma unroll
-    for (int k = 0; k < 32; ++k) ptx::fence_reg(nxt[k]);
-    const bool fresh = Promo::chain_start(i);
-    if (fresh && i > 0) Promo::promote(total, acc);  // the chain ended by block i-1
-    const int d = c.d;
-    if (i >= 1) {
-      __syncwarp();
-      if (c.lane == 0) ptx::mbar_arrive(&s.dempty[d == 0 ? kXBuf - 1 : d - 1]);
-    }
-    if (!kFetchFirst && i + 1 < nkb) w = fetch_w(s, c);
-    ptx::mbar_wait(&s.dfull[d], c.dphase);
-    const uint32_t xbase = c.xdec0 + d * static_cast<uint32_t>(sizeof(XDecoded));
-#pragma unroll
-    for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
-    ptx::wgmma_fence();
-    mma_block_decode_next<kXAtomBytes>(acc, cur, xbase, fresh, w, nxt);
-    ptx::wgmma_commit();
-    if (++c.d == kXBuf) { c.d = 0; c.dphase ^= 1; }
-  }
-
   // wgmma of local block i with fragments `cur`; then (while it runs) decode block i+1
   // into `nxt`, whose previous contents were read by the wgmma of block i-1. `total`
   // receives each finished promotion chain (accumulator_promotion.cuh, every P blocks).
@@ -488,13 +429,8 @@ struct MainloopRS {
     uint32_t fa[32], fb[32];
     if (nkb > 0) load_w_fragments(s, c, fa);
     for (int i = 0; i < nkb; i += 2) {
-      if constexpr (kInterleaveDecode) {
-        consumer_step_interleaved<P>(s, c, i, nkb, acc, out, fa, fb);
-        if (i + 1 < nkb) consumer_step_interleaved<P>(s, c, i + 1, nkb, acc, out, fb, fa);
-      } else {
-        consumer_step<P>(s, c, i, nkb, acc, out, fa, fb);
-        if (i + 1 < nkb) consumer_step<P>(s, c, i + 1, nkb, acc, out, fb, fa);
-      }
+      consumer_step<P>(s, c, i, nkb, acc, out, fa, fb);
+      if (i + 1 < nkb) consumer_step<P>(s, c, i + 1, nkb, acc, out, fb, fa);
     }
     ptx::wgmma_wait<0>();
     if constexpr (P == 0) {

@@ -286,35 +286,6 @@ struct MainloopRSPredecoded {
     }
   }
 
-  // kInterleaveDecode step (MainloopRS::consumer_step_interleaved, two fragment sets): wait
-  // for group i-1, release its ring stage, fetch block i+1's raw weights, issue block i's
-  // group with block i+1's decode interleaved.
-  static __device__ __forceinline__ void consumer_step_interleaved(SharedStorage& s, ConsumerState& c, int i,
-                                                                   int nkb, float (&acc)[64], float (&total)[64],
-                                                                   uint32_t (&cur)[32], uint32_t (&nxt)[32]) {
-    static_assert(kFragBuffers == 2, "the interleaved step waits for all older groups");
-    using Promo = AccumulatorPromotion;
-    const int ms = c.mstage;
-    MainloopRS::WRaw w{};
-    if (i + 1 < nkb) w = fetch_w(s, c);  // before the wait: the LDS latency overlaps group i-1
-    ptx::wgmma_wait<0>();  // block i-1's group: its stage and fragments (nxt) are free
-#pragma unroll
-    for (int k = 0; k < 32; ++k) ptx::fence_reg(nxt[k]);
-    const bool fresh = Promo::chain_start(i);
-    if (fresh && i > 0) Promo::promote(total, acc);  // the chain ended by block i-1
-    if (i >= 1) {
-      __syncwarp();
-      if (c.lane == 0) release_stage(s, c, ms == 0 ? kStages - 1 : ms - 1);
-    }
-    const uint32_t xbase = c.ring0 + ms * static_cast<uint32_t>(sizeof(Stage)) + offsetof(Stage, x);
-#pragma unroll
-    for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
-    ptx::wgmma_fence();
-    MainloopRS::mma_block_decode_next<kXAtomBytes>(acc, cur, xbase, fresh, w, nxt);
-    ptx::wgmma_commit();
-    c.mstage = ms + 1 == kStages ? 0 : ms + 1;
-  }
-
   static __device__ __forceinline__ ConsumerState init_consumer(SharedStorage& s, const GemmParams& p) {
     const int ctid = threadIdx.x - 128;  // 0..255
     const int cw = ctid >> 5;
@@ -347,13 +318,8 @@ struct MainloopRSPredecoded {
     if (nkb > 0) load_w_fragments(s, c, f[0]);
     for (int i = 0; i < nkb; i += kFragBuffers) {
 #pragma unroll
-      for (int u = 0; u < kFragBuffers; ++u) {
-        if constexpr (kInterleaveDecode) {
-          if (i + u < nkb) consumer_step_interleaved(s, c, i + u, nkb, acc, out, f[u], f[(u + 1) % kFragBuffers]);
-        } else {
-          if (i + u < nkb) consumer_step(s, c, i + u, nkb, acc, out, f[u], f[(u + 1) % kFragBuffers]);
-        }
-      }
+      for (int u = 0; u < kFragBuffers; ++u)
+        if (i + u < nkb) consumer_step(s, c, i + u, nkb, acc, out, f[u], f[(u + 1) % kFragBuffers]);
     }
     ptx::wgmma_wait<0>();
     if constexpr (AccumulatorPromotion::kBlocks == 0) {
