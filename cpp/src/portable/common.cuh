@@ -90,6 +90,22 @@ __device__ __forceinline__ ScaleRow<const uint8_t> scale_row(const ScaleOperand&
   return scale_row(s.data, s.layout == NVFP4_SF_BLOCKED, s.row_stride, s.batch_stride, l, r, K);
 }
 
+// The same offsets with 32-bit row and column math and the layout known at compile time,
+// for the row-walking kernels whose per-segment address work is a large share of their
+// instructions. Valid for rows < 2^31 and a 128-row band of blocked scales
+// (blocked_sf_cols(K) * 128 bytes) < 2^31: the launchers check both.
+//   row(r, stride): offset of row r's column 0; stride = the row stride (linear) or the
+//                   band size blocked_sf_cols(K) * 128 (blocked)
+//   col(c):         offset of column c from it
+template <bool kBlocked>
+struct ScaleAddr32 {
+  __device__ __forceinline__ static int64_t row(uint32_t r, int64_t stride) {
+    return kBlocked ? int64_t(r >> 7) * stride + (((r & 31) << 4) | (((r >> 5) & 3) << 2)) : int64_t(r) * stride;
+  }
+  __device__ __forceinline__ static uint32_t col(uint32_t c) { return kBlocked ? ((c >> 2) << 9) | (c & 3) : c; }
+  static constexpr uint32_t kStep4 = kBlocked ? 512 : 4;  // col(c + 4) - col(c)
+};
+
 __device__ __forceinline__ float read_alpha(const Alpha& a) { return a.device_ptr ? *a.device_ptr : a.value; }
 
 // Stores fp32 `v` rounded once (RNE) to the output dtype at element `index`.

@@ -337,10 +337,17 @@ template <class T>
 constexpr int kQuantRowsUnroll = sizeof(T) == 4 ? NVFP4_QUANT_ROWS_UNROLL32 : NVFP4_QUANT_ROWS_UNROLL16;
 constexpr int kQuantRowsWalker = NVFP4_QUANT_ROWS_WALKER;
 
-template <class T, int W>
+// Per-segment address work is a large part of this kernel's instructions (a segment is only
+// U blocks per lane), so rows, segments and scale columns are 32-bit here (the launcher
+// guarantees the ranges) and the layout is a template parameter: a row's scale base is
+// then a few shifts instead of a signed 64-bit blocked_sf_offset.
+template <class T, int W, bool kBlocked>
 __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeArgs a, const RowWalk walk) {
   constexpr int U = kQuantRowsUnroll<T>;
   constexpr uint32_t S = uint32_t(W) * U;  // blocks per segment
+  using SA = ScaleAddr32<kBlocked>;
+  constexpr uint32_t kColStep = (W / 4) * SA::kStep4;  // scale offset between a lane's blocks (W apart)
+  static_assert(W % 4 == 0, "walker width");
   const uint32_t lane = threadIdx.x % W;
   float gs = *a.gs;
   if (a.gs_is_amax) gs = global_scale_from_amax(gs);
@@ -348,32 +355,37 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeA
   __shared__ float inv_lut[256];  // quant_inv_of(sf, gs) for every scale byte
   fill_inv_lut(inv_lut, gs);
   __syncthreads();
-  const uint32_t blocks = static_cast<uint32_t>(a.K / kSfVec);  // < 2^31 (launcher)
-  const uint32_t cols = static_cast<uint32_t>(blocked_sf_cols(a.K));
-  for_each_row_segment(walk, [&](int64_t l, int64_t r, int64_t g) {
-    const ScaleRow<uint8_t> sf_at = scale_row(a.sf, a.blocked, a.sf_rs, a.sf_bs, l, r, a.K);
-    const uint32_t c0 = static_cast<uint32_t>(g) * S + lane;
-    // blocked: the last segment also zeroes the padding columns (K/16 % 4 == 2)
-    if (a.blocked && g == walk.segs - 1 && lane < cols - blocks) sf_at[blocks + lane] = 0;
-    if (r >= a.R) {  // blocked padding row: zero scales only
+  const uint32_t blocks = static_cast<uint32_t>(a.K / kSfVec);
+  const uint32_t R = static_cast<uint32_t>(a.R);
+  const int64_t sf_stride = kBlocked ? blocked_sf_cols(a.K) * 128 : a.sf_rs;  // see ScaleAddr32
+  const uint32_t pad_cols = static_cast<uint32_t>(blocked_sf_cols(a.K)) - blocks;  // 0 or 2
+  for_each_row_segment(walk, [&](int64_t l, int64_t r64, int64_t g64) {
+    const uint32_t r = static_cast<uint32_t>(r64), g = static_cast<uint32_t>(g64);
+    uint8_t* sf_row = a.sf + l * a.sf_bs + SA::row(r, sf_stride);
+    const uint32_t c0 = g * S + lane;
+    uint8_t* sf_lane = sf_row + SA::col(c0);
+    if constexpr (kBlocked) {
+      // the last segment also zeroes the padding columns (K/16 % 4 == 2)
+      if (g == walk.segs - 1 && lane < pad_cols) sf_row[SA::col(blocks + lane)] = 0;
+      if (r >= R) {  // padding row: zero scales only
 #pragma unroll
-      for (int u = 0; u < U; ++u)
-        if (c0 + u * W < blocks) sf_at[c0 + u * W] = 0;
-      return;
+        for (int u = 0; u < U; ++u)
+          if (c0 + u * W < blocks) sf_lane[u * kColStep] = 0;
+        return;
+      }
     }
-    const T* xrow = static_cast<const T*>(a.x) + l * a.x_bs + r * a.x_rs;
-    uint8_t* qrow = a.q + l * a.q_bs + r * a.q_rs;
+    const T* xlane = static_cast<const T*>(a.x) + l * a.x_bs + int64_t(r) * a.x_rs + size_t(c0) * kSfVec;
+    uint8_t* qlane = a.q + l * a.q_bs + int64_t(r) * a.q_rs + size_t(c0) * (kSfVec / 2);
     Raw16<T> raw[U];
 #pragma unroll
     for (int u = 0; u < U; ++u)
-      if (c0 + u * W < blocks) load_raw16<T, true>(xrow + size_t(c0 + u * W) * kSfVec, raw[u]);
+      if (c0 + u * W < blocks) load_raw16<T, true>(xlane + u * W * kSfVec, raw[u]);
 #pragma unroll
     for (int u = 0; u < U; ++u) {
-      const uint32_t c = c0 + u * W;
-      if (c < blocks) {
+      if (c0 + u * W < blocks) {
         uint2 q;
-        sf_at[c] = static_cast<uint8_t>(quantize_raw16<T, true>(raw[u], qs, a.pack, q.x, q.y, inv_lut));
-        *reinterpret_cast<uint2*>(qrow + size_t(c) * (kSfVec / 2)) = q;
+        sf_lane[u * kColStep] = static_cast<uint8_t>(quantize_raw16<T, true>(raw[u], qs, a.pack, q.x, q.y, inv_lut));
+        *reinterpret_cast<uint2*>(qlane + u * W * (kSfVec / 2)) = q;
       }
     }
   });
@@ -430,11 +442,20 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
   bool launched = false;
   if constexpr (kVec && kQuantRowsUnroll<T> > 0) {
     constexpr int W = kQuantRowsWalker;
-    if (p.K / kSfVec >= W * kQuantRowsUnroll<T> && p.K / kSfVec < (int64_t(1) << 31)) {  // every lane has a block
-      const RowWalk walk = make_row_walk(p.L, blocked ? blocked_sf_rows(p.rows) : p.rows,
-                                         ceil_div(p.K / kSfVec, int64_t(W) * kQuantRowsUnroll<T>), exec.sm_count,
-                                         resident_ctas_per_sm<quantize_rows_kernel<T, W>>(), kThreads / W);
-      quantize_rows_kernel<T, W><<<walk.grid, kThreads, 0, stream>>>(a, walk);
+    // 32-bit rows, segments and blocked scale column offsets (see quantize_rows_kernel)
+    const int64_t rows = blocked ? blocked_sf_rows(p.rows) : p.rows;
+    if (p.K / kSfVec >= W * kQuantRowsUnroll<T> && blocked_sf_cols(p.K) * 128 < (int64_t(1) << 31) &&
+        rows < (int64_t(1) << 31)) {  // every lane has a block
+      const int64_t segs = ceil_div(p.K / kSfVec, int64_t(W) * kQuantRowsUnroll<T>);
+      if (blocked) {
+        const RowWalk walk = make_row_walk(p.L, rows, segs, exec.sm_count,
+                                           resident_ctas_per_sm<quantize_rows_kernel<T, W, true>>(), kThreads / W);
+        quantize_rows_kernel<T, W, true><<<walk.grid, kThreads, 0, stream>>>(a, walk);
+      } else {
+        const RowWalk walk = make_row_walk(p.L, rows, segs, exec.sm_count,
+                                           resident_ctas_per_sm<quantize_rows_kernel<T, W, false>>(), kThreads / W);
+        quantize_rows_kernel<T, W, false><<<walk.grid, kThreads, 0, stream>>>(a, walk);
+      }
       launched = true;
     }
   }
@@ -561,7 +582,8 @@ constexpr int kStagedLaneBytes = 32 * static_cast<int>(sizeof(OT));  // 32 outpu
 template <class OT>
 constexpr int kStagedSlot = kStagedLaneBytes<OT> + 16;  // padded: conflict-free 16-byte stores
 
-template <class OT>
+// kBlocked and the 32-bit row math: see quantize_rows_kernel (ScaleAddr32).
+template <class OT, bool kBlocked>
 __global__ void __launch_bounds__(kThreads) dequantize_staged_kernel(const DequantizeArgs a, const RowWalk walk) {
   constexpr int V = 16 / static_cast<int>(sizeof(OT));  // outputs per 16-byte piece
   constexpr int C = 32 / V;                             // 16-byte output pieces per lane
@@ -570,12 +592,16 @@ __global__ void __launch_bounds__(kThreads) dequantize_staged_kernel(const Dequa
   const uint32_t lane = threadIdx.x % 32;
   const float gs = read_alpha(a.gs);
   const uint32_t pieces = static_cast<uint32_t>(a.K / 32);  // 32-element lane pieces per row (< 2^31)
-  for_each_row_segment(walk, [&](int64_t l, int64_t r, int64_t g) {
+  using SA = ScaleAddr32<kBlocked>;
+  const int64_t sf_stride = kBlocked ? blocked_sf_cols(a.K) * 128 : a.sf.row_stride;
+  for_each_row_segment(walk, [&](int64_t l, int64_t r64, int64_t g) {
+    const uint32_t r = static_cast<uint32_t>(r64);
     const uint32_t piece = static_cast<uint32_t>(g) * 32 + lane;
     if (piece < pieces) {
-      const uint4 w = __ldg(reinterpret_cast<const uint4*>(a.q + l * a.q_bs + r * a.q_rs) + piece);
-      const ScaleRow<const uint8_t> sf = scale_row(a.sf, l, r, a.K);
-      const float s0 = e4m3_to_float_fast(__ldg(&sf[2 * piece])), s1 = e4m3_to_float_fast(__ldg(&sf[2 * piece + 1]));
+      const uint4 w = __ldg(reinterpret_cast<const uint4*>(a.q + l * a.q_bs + int64_t(r) * a.q_rs) + piece);
+      // columns 2 piece and 2 piece + 1: adjacent bytes in both layouts (2 piece is even)
+      const uint8_t* sf = a.sf.data + l * a.sf.batch_stride + SA::row(r, sf_stride) + SA::col(2 * piece);
+      const float s0 = e4m3_to_float_fast(__ldg(sf)), s1 = e4m3_to_float_fast(__ldg(sf + 1));
       PackedPiece<16> lo, hi;
       lo.w[0] = w.x; lo.w[1] = w.y;
       hi.w[0] = w.z; hi.w[1] = w.w;
@@ -584,7 +610,7 @@ __global__ void __launch_bounds__(kThreads) dequantize_staged_kernel(const Dequa
       dequantize_piece<OT, 16>(mine + 16, hi, s1, gs);
     }
     __syncwarp();
-    OT* orow = static_cast<OT*>(a.out) + l * a.o_bs + r * a.o_rs;
+    OT* orow = static_cast<OT*>(a.out) + l * a.o_bs + int64_t(r) * a.o_rs;
 #pragma unroll
     for (int k = 0; k < C; ++k) {
       const uint32_t j = k * 32 + lane;        // 16-byte output piece of the segment
@@ -637,10 +663,18 @@ nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& e
   a.out = p.out;
   a.o_rs = p.out_row_stride;
   a.o_bs = p.out_batch_stride;
-  if (kVec && p.K >= 32 * 32 && p.K / 32 < (int64_t(1) << 31)) {  // long rows: whole warp segments
-    const RowWalk walk = make_row_walk(p.L, p.rows, ceil_div(p.K / 32, int64_t(32)), exec.sm_count,
-                                       resident_ctas_per_sm<dequantize_staged_kernel<OT>>(), kThreads / 32);
-    dequantize_staged_kernel<OT><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
+  // long rows: whole warp segments (32-bit rows and scale offsets: see ScaleAddr32)
+  if (kVec && p.K >= 32 * 32 && blocked_sf_cols(p.K) * 128 < (int64_t(1) << 31) && p.rows < (int64_t(1) << 31)) {
+    const int64_t segs = ceil_div(p.K / 32, int64_t(32));
+    if (p.sf.layout == NVFP4_SF_BLOCKED) {
+      const RowWalk walk = make_row_walk(p.L, p.rows, segs, exec.sm_count,
+                                         resident_ctas_per_sm<dequantize_staged_kernel<OT, true>>(), kThreads / 32);
+      dequantize_staged_kernel<OT, true><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
+    } else {
+      const RowWalk walk = make_row_walk(p.L, p.rows, segs, exec.sm_count,
+                                         resident_ctas_per_sm<dequantize_staged_kernel<OT, false>>(), kThreads / 32);
+      dequantize_staged_kernel<OT, false><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
+    }
     NVFP4_CHECK_LAUNCH();
     return NVFP4_SUCCESS;
   }
