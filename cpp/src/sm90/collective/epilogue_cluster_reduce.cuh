@@ -116,7 +116,10 @@ struct EpilogueClusterReduce {
       const int64_t off_c = cbase + m * p.c_row_stride + n * p.c_col_stride;
       store4(p, off_c, v, nvalid, p.c_vec4 && nvalid == 4);
     }
-    ptx::cluster_sync();  // remote reads of this tile finished
+    // Remote reads of this tile finished. Their values were consumed above, so a relaxed
+    // arrive suffices: a release arrive compiles to a GPU-scope MEMBAR that would also wait
+    // for this thread's C stores to drain (measured: -0.7..-1.4% per GEMM call).
+    ptx::cluster_sync_relaxed();
   }
 };
 
