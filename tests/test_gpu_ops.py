@@ -255,6 +255,22 @@ def test_gemm(dev, M, N, K, L, layout, backend, rng):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L", [(2, 4100, 2048, 3), (2, 200, 96, None), (3, 200, 96, None), (4, 1000, 4096, 2),
+                                     (130, 3, 96, 1)])
+def test_gemm_few_tokens(dev, M, N, K, L, layout, backend, rng):
+    """M <= 2 runs as one GEMV per token on sm90a (row m's scales as a one-row operand,
+    rows of a 128-row band of the blocked layout); M = 3, 4 take the tiled GEMM; N < 4 for
+    the mirror case. Device alpha, fp32 out."""
+    a, b, acc = _gemm_case(dev, M, N, K, L, layout, rng)
+    alpha = pow2_alpha(acc) * 0.75
+    out = run_backend(backend, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=dev.scalar(alpha), sf_layout=layout,
+                                                  out_dtype="float32", backend=backend))
+    assert tuple(out.shape) == ((M, N) if L is None else (L, M, N))
+    assert_matches(dev.get(out), alpha * acc, "float32")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("M,N,K,L", [(128, 1536, 7168, 1), (129, 1000, 96, 3), (512, 512, 512, None)])
 def test_gemm_out_dtypes(dev, M, N, K, L, out_dtype, backend, rng):

@@ -20,7 +20,7 @@ def sf(*shape):
 
 backends = ["portable"] + [d["backend"] for d in nvfp4.info()["devices"][:1] if d["backend"] != "portable"]
 for be in backends:
-    for M, N, K, L in [(7, 200, 96, 3), (129, 8, 32, 1), (1, 129, 256, 2)]:
+    for M, N, K, L in [(7, 200, 96, 3), (129, 8, 32, 1), (1, 129, 256, 2), (2, 300, 2048, 2)]:
         a, sa, b, sb = fp4(L, M, K // 2), sf(L, M, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
         nvfp4.gemm(a, sa, b, sb, backend=be)
         nvfp4.gemm(a, nvfp4.swizzle_scales(sa), b, nvfp4.swizzle_scales(sb), sf_layout="blocked",

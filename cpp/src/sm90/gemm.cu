@@ -493,11 +493,48 @@ FusedKernelFn fused_kernel(int32_t num_kb, int splits) {
 
 }  // namespace
 
+nvfp4_status_t gemv(const GemmProblem& p, const Exec& exec);  // gemv.cu
+
+namespace {
+// A few tokens: the tiled GEMM costs about the same for M = 1 as for M = 128 (every weight
+// element is decoded once per CTA, the 128-token tile mostly empty), while the GEMV kernel
+// streams the weights at near memory speed. So M <= kGemvMaxTokens runs as M GEMVs over
+// the weights, one per token. H200, N = K = 7168 (bench/NOTES.md "gemm via gemv"): M = 1
+// 44.7 -> 12.5 µs, M = 2 41.6 -> 24.2 µs; the GEMM took 30-50 µs at M = 4 in two runs, so
+// three GEMVs (~37 µs) are not a sure win at M = 3.
+#ifndef NVFP4_SM90_GEMV_MAX_TOKENS
+#define NVFP4_SM90_GEMV_MAX_TOKENS 2
+#endif
+constexpr int64_t kGemvMaxTokens = NVFP4_SM90_GEMV_MAX_TOKENS;
+
+// Token m of p as a GEMV over the weights: out[l, n] = sum_k b[l, n, k] a[l, m, k]. Row m's
+// scales as a one-row operand: linear, the row itself; blocked, row m's offset inside its
+// 128-row band is a constant added to row 0's layout, so base + blocked_sf_offset(m, 0, K)
+// read as a one-row blocked operand gives exactly row m.
+GemmProblem token_gemv(const GemmProblem& p, int64_t m) {
+  GemmProblem g = p;
+  g.M = p.N;
+  g.N = 1;
+  g.a = p.b;
+  g.sfa = p.sfb;
+  g.b = p.a;
+  g.b.data = p.a.data + m * p.a.row_stride;
+  g.sfb = p.sfa;
+  g.sfb.data = p.sfa.data + (p.sfa.layout == NVFP4_SF_BLOCKED ? blocked_sf_offset(m, 0, p.K) : m * p.sfa.row_stride);
+  const int64_t esize = p.c.dtype == DType::kFloat32 ? 4 : 2;
+  g.c.data = static_cast<uint8_t*>(p.c.data) + m * p.c.row_stride * esize;
+  g.c.row_stride = p.c.col_stride;  // out[l, n] = c[l, m, n]
+  g.c.col_stride = 1;               // (one column)
+  return g;
+}
+}  // namespace
+
 // Scratch of the small-M path (the fp16 token workspace); without it gemm() runs the
 // fused path. Nothing in it needs to be zeroed. Asked for whenever the path may be taken
 // (M <= 512, K >= kPredecodeMinK); gemm() still runs the fused kernel where its CTAs'
 // K slices fit one unpromoted chain (the choice needs the occupancy-fitted split).
 size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
+  if (p.M <= kGemvMaxTokens) return 0;  // the GEMV route needs none
   const size_t pre = predecode_bytes(p);
   return pre > 0 ? pre + streamk_bytes(streamk_ctas(p, device_sm_count(exec))) : 0;
 }
@@ -507,6 +544,13 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: needs a CC 9.0 device");
   if (p.M <= 0 || p.N <= 0 || p.L <= 0) return NVFP4_SUCCESS;
   if (p.K <= 0 || p.K % 32 != 0) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: K must be a multiple of 32");
+  if (p.M <= kGemvMaxTokens) {
+    for (int64_t m = 0; m < p.M; ++m) {
+      const nvfp4_status_t st = gemv(token_gemv(p, m), exec);
+      if (st != NVFP4_SUCCESS) return st;  // the checks are the same for every token: only the first can refuse
+    }
+    return NVFP4_SUCCESS;
+  }
   if (!tma_compatible(p.a, p.M, p.L) || !tma_compatible(p.b, p.N, p.L))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: fp4 operands need 16-byte aligned bases and strides");
   const int64_t tiles_w = (p.N + Mainloop::kBlockW - 1) / Mainloop::kBlockW;
