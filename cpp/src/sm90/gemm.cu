@@ -14,8 +14,8 @@
 // may write or read is touched before griddepcontrol.wait (details at the kernels).
 //
 // Two paths:
-//   small M, K slices too long for the unpromoted fused kernel (kPredecodeMaxM/MinK,
-//     workspace given): the tokens are decoded once into an fp16 workspace
+//   K slices too long for the unpromoted fused kernel (kPredecodeMinK, workspace given,
+//     at most kPredecodeMaxBytes of it): the tokens are decoded once into an fp16 workspace
 //     (x_predecode.cuh), the main loop only decodes weights (mainloop_rs_predecoded.cuh);
 //   otherwise (or without workspace): fused, every CTA decodes its token tile
 //     (mainloop_rs.cuh).
@@ -118,9 +118,12 @@ using MainloopPre = MainloopRSPredecoded;
 constexpr size_t kSmemBytesPre = sizeof(MainloopPre::SharedStorage) + 1024;
 static_assert(Epilogue::kSmemBytes <= sizeof(MainloopPre::Stage) * MainloopPre::kStages,
               "the epilogue tile reuses the stage ring");
-// Small-M path when M <= kPredecodeMaxM, K >= kPredecodeMinK and the fused kernel would
-// give a CTA more than kShortChainBlocks K blocks (i.e. would need accumulator
-// promotion; gemm()). Model from the H200 run of gemm3 (graph replay, M = 128): fused
+// Pre-decoded path when K >= kPredecodeMinK, the workspace (L * M * Kp * 2 bytes) is at
+// most kPredecodeMaxBytes, and the fused kernel would give a CTA more than
+// kShortChainBlocks K blocks (i.e. would need accumulator promotion; gemm()). Large M
+// too (gemm12, H200: 1024..8192 tokens 14-27% faster than fused, e.g. 8192^3 2.0 vs
+// 2.7 ms: decoding each token once instead of once per weight tile outweighs reading it
+// as fp16). Model from the H200 run of gemm3 (graph replay, M = 128): fused
 // with promotion ~6.4 µs + 1.25 µs per block of a CTA, pre-decoded (PDL) ~10.6 µs +
 // 0.84 µs per block: equal at ~10 blocks; the fused kernel without promotion (<= 8
 // blocks) beats both (128x7168x2048: 15.6 fused vs 17.4 pre-decoded; 128x4096x7168, 19
@@ -128,7 +131,8 @@ static_assert(Epilogue::kSmemBytes <= sizeof(MainloopPre::Stage) * MainloopPre::
 #ifndef NVFP4_SM90_PREDECODE_MIN_K
 #define NVFP4_SM90_PREDECODE_MIN_K 2048
 #endif
-constexpr int64_t kPredecodeMaxM = 512;
+// Cap on the workspace (2 bytes per token element): 1 GiB, e.g. 32768 tokens x K 16384.
+constexpr size_t kPredecodeMaxBytes = size_t(1) << 30;
 constexpr int64_t kPredecodeMinK = NVFP4_SM90_PREDECODE_MIN_K;
 
 __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
@@ -184,7 +188,7 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha, rank_base);
 }
 
-// Small-M path with stream-K (tile_scheduler.cuh): gridDim.x CTAs, all co-resident,
+// Pre-decoded path with stream-K (tile_scheduler.cuh): gridDim.x CTAs, all co-resident,
 // each over an equal share of the (tile, K block) space; partial tiles meet in the
 // workspace (streamk_fixup.cuh), whose flags the pre-decode pass zeroed (no PDL here:
 // the flags must be zero before any CTA publishes).
@@ -352,12 +356,13 @@ bool encode_xh_map(CUtensorMap* map, void* ws, int64_t M, int64_t Kp, int64_t L)
 }
 
 size_t predecode_bytes(const GemmProblem& p) {
-  if (p.M <= 0 || p.M > kPredecodeMaxM || p.K < kPredecodeMinK || p.L <= 0) return 0;
+  if (p.M <= 0 || p.K < kPredecodeMinK || p.L <= 0) return 0;
   const int64_t kp = (p.K + 127) / 128 * 128;
-  return static_cast<size_t>((p.L * p.M * kp * 2 + 255) / 256 * 256);
+  const size_t bytes = static_cast<size_t>((p.L * p.M * kp * 2 + 255) / 256 * 256);
+  return bytes <= kPredecodeMaxBytes ? bytes : 0;
 }
 
-// Stream-K on the small-M path (tile_scheduler.cuh) when cluster split-K would leave
+// Stream-K on the pre-decoded path (tile_scheduler.cuh) when cluster split-K would leave
 // more than 10% of the SMs idle (M = 128, N = 7168: 56 tiles x 2 = 112 of 132) and
 // every CTA still gets kStreamKMinBlocks K blocks. Off by default (NVFP4_SM90_STREAMK=1
 // turns it on): correct (H200: the check suite with it on every eligible shape, float64
@@ -529,10 +534,11 @@ GemmProblem token_gemv(const GemmProblem& p, int64_t m) {
 }
 }  // namespace
 
-// Scratch of the small-M path (the fp16 token workspace); without it gemm() runs the
+// Scratch of the pre-decoded path (the fp16 token workspace); without it gemm() runs the
 // fused path. Nothing in it needs to be zeroed. Asked for whenever the path may be taken
-// (M <= 512, K >= kPredecodeMinK); gemm() still runs the fused kernel where its CTAs'
-// K slices fit one unpromoted chain (the choice needs the occupancy-fitted split).
+// (K >= kPredecodeMinK, at most kPredecodeMaxBytes); gemm() still runs the fused kernel
+// where its CTAs' K slices fit one unpromoted chain (the choice needs the occupancy-fitted
+// split).
 size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
   if (p.M <= kGemvMaxTokens) return 0;  // the GEMV route needs none
   const size_t pre = predecode_bytes(p);
