@@ -48,6 +48,19 @@ def test_library_offsets_and_sizes(rows, k):
         assert _nvfp4_ext.blocked_scale_offset(r, c, k) == R.blocked_offset(r, c, k)
 
 
+@pytest.mark.parametrize("k", [32, 96, 2048, 7168])
+def test_blocked_row_is_row0_layout_plus_constant(k):
+    """What the sm90a GEMM's one-token GEMV route relies on (gemm.cu token_gemv): row m of a
+    blocked scale operand, read as a one-row blocked operand starting at
+    blocked_offset(m, 0), is exactly row m."""
+    rows = 300
+    r = np.arange(rows)[:, None]
+    c = np.arange(k // 16)[None, :]
+    np.testing.assert_array_equal(R.blocked_offset(r, c, k), R.blocked_offset(r, 0, k) + R.blocked_offset(0, c, k))
+    assert _nvfp4_ext.blocked_scale_offset(rows - 1, k // 16 - 1, k) == (
+        _nvfp4_ext.blocked_scale_offset(rows - 1, 0, k) + _nvfp4_ext.blocked_scale_offset(0, k // 16 - 1, k))
+
+
 def test_blocked_offset_hand_values():
     # K = 256 (16 scale columns, 4 column tiles)
     assert R.blocked_offset(0, 0, 256) == 0
