@@ -76,6 +76,8 @@ struct MainloopRS {
     uint8_t atom[2][kXAtomBytes];
   };
   struct alignas(1024) SharedStorage {
+    using StageType = Stage;
+    static constexpr int kRingStages = kStages;
     Stage ring[kStages];
     XDecoded xdec[kXBuf];
     uint64_t full[kStages];
@@ -283,15 +285,20 @@ struct MainloopRS {
   }
 
   // ---- consumer warpgroups ---------------------------------------------------------
-  struct ConsumerState {
+  // A consumer thread's cursor over the weight tiles of a ring (this mainloop's and the
+  // pre-decoded one's, whose stages hold the packed weights and their scales the same way).
+  struct WCursor {
     uint32_t r0, t;   // fragment rows r0, r0 + 8 of the tile; quad index
     int lane;
     int sf_mode;
-    uint32_t ring0, xdec0;
+    uint32_t ring0;
     int32_t kb;         // global K block of the next block to load
     int stage, sphase;  // ring position of the next block to load
-    int d, dphase;      // decoded buffer of the next block to multiply
     uint32_t woff0, woff1, sfoff0, sfoff1, sf_odd;  // kHoistOffsets: in-stage offsets (set_offsets)
+  };
+  struct ConsumerState : WCursor {
+    uint32_t xdec0;
+    int d, dphase;      // decoded buffer of the next block to multiply
   };
 
   // This thread's packed weight bytes (chunk t of rows r0, r0 + 8) and their two scales
@@ -300,21 +307,36 @@ struct MainloopRS {
     uint4 a, b;
     uint32_t sa, sb;
   };
+  // ctid: the thread's index among the 256 consumer threads.
+  template <class StageT>
+  static __device__ __forceinline__ void init_cursor(WCursor& c, int ctid, const GemmParams& p, uint32_t ring0) {
+    const int cw = ctid >> 5;
+    c.lane = ctid & 31;
+    c.r0 = static_cast<uint32_t>((cw >> 2) * 64 + (cw & 3) * 16 + (c.lane >> 2));
+    c.t = static_cast<uint32_t>(c.lane & 3);
+    c.sf_mode = p.sf_mode;
+    c.ring0 = ring0;
+    if (kHoistOffsets) set_offsets<StageT>(c);
+  }
   // kHoistOffsets: this thread's in-stage offsets of its weight bytes (rows r0, r0 + 8,
   // chunk t) and scales (the kScaleTma box holds two K blocks: +8 bytes for odd ones).
-  static __device__ __forceinline__ void set_offsets(ConsumerState& c) {
+  template <class StageT>
+  static __device__ __forceinline__ void set_offsets(WCursor& c) {
     const uint32_t r1 = c.r0 + 8;
-    c.woff0 = static_cast<uint32_t>(offsetof(Stage, w)) + sw64_offset(c.r0, c.t);
-    c.woff1 = static_cast<uint32_t>(offsetof(Stage, w)) + sw64_offset(r1, c.t);
-    c.sfoff0 = static_cast<uint32_t>(offsetof(Stage, wsf)) + sf_offset(c.sf_mode, c.r0, 2 * c.t, 0);
-    c.sfoff1 = static_cast<uint32_t>(offsetof(Stage, wsf)) + sf_offset(c.sf_mode, r1, 2 * c.t, 0);
+    c.woff0 = static_cast<uint32_t>(offsetof(StageT, w)) + sw64_offset(c.r0, c.t);
+    c.woff1 = static_cast<uint32_t>(offsetof(StageT, w)) + sw64_offset(r1, c.t);
+    c.sfoff0 = static_cast<uint32_t>(offsetof(StageT, wsf)) + sf_offset(c.sf_mode, c.r0, 2 * c.t, 0);
+    c.sfoff1 = static_cast<uint32_t>(offsetof(StageT, wsf)) + sf_offset(c.sf_mode, r1, 2 * c.t, 0);
     c.sf_odd = c.sf_mode == kScaleTma ? 8u : 0u;
   }
 
-  // Reads the next ring block's weight bytes and scales, and releases the ring stage.
-  static __device__ __forceinline__ WRaw fetch_w(SharedStorage& s, ConsumerState& c) {
+  // Reads the next ring block's weight bytes and scales of ring storage `s` (kRelease:
+  // and releases the stage; else its wgmma releases it later) and advances the cursor.
+  template <bool kRelease, class Storage>
+  static __device__ __forceinline__ WRaw fetch_w_from(Storage& s, WCursor& c) {
+    using StageT = typename Storage::StageType;
     ptx::mbar_wait(&s.full[c.stage], c.sphase);
-    const uint32_t st = c.ring0 + c.stage * static_cast<uint32_t>(sizeof(Stage));
+    const uint32_t st = c.ring0 + c.stage * static_cast<uint32_t>(sizeof(StageT));
     const uint32_t r1 = c.r0 + 8;
     WRaw w;
     if (kHoistOffsets) {
@@ -323,21 +345,23 @@ struct MainloopRS {
       w.b = ptx::lds128(st + c.woff1);
       w.sa = ptx::lds_u16(st + c.sfoff0 + sf_kb);
       w.sb = ptx::lds_u16(st + c.sfoff1 + sf_kb);
-      ++c.kb;
+    } else {
+      w.a = ptx::lds128(st + offsetof(StageT, w) + sw64_offset(c.r0, c.t));
+      w.b = ptx::lds128(st + offsetof(StageT, w) + sw64_offset(r1, c.t));
+      w.sa = ptx::lds_u16(st + offsetof(StageT, wsf) + sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
+      w.sb = ptx::lds_u16(st + offsetof(StageT, wsf) + sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
+    }
+    ++c.kb;
+    if (kRelease) {
       __syncwarp();
       if (c.lane == 0) ptx::mbar_arrive(&s.empty[c.stage]);
-      if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
-      return w;
     }
-    w.a = ptx::lds128(st + offsetof(Stage, w) + sw64_offset(c.r0, c.t));
-    w.b = ptx::lds128(st + offsetof(Stage, w) + sw64_offset(r1, c.t));
-    w.sa = ptx::lds_u16(st + offsetof(Stage, wsf) + sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
-    w.sb = ptx::lds_u16(st + offsetof(Stage, wsf) + sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
-    ++c.kb;
-    __syncwarp();
-    if (c.lane == 0) ptx::mbar_arrive(&s.empty[c.stage]);
-    if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
+    if (++c.stage == Storage::kRingStages) { c.stage = 0; c.sphase ^= 1; }
     return w;
+  }
+  // Here the stage is released right away (the wgmma reads the decoded tokens, not it).
+  static __device__ __forceinline__ WRaw fetch_w(SharedStorage& s, ConsumerState& c) {
+    return fetch_w_from<true>(s, c);
   }
 
   // Decodes this thread's weight fragments of the next ring block (32 registers: 8
@@ -409,15 +433,8 @@ struct MainloopRS {
   template <int P>
   static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
                                                       int32_t nkb, float (&out)[64]) {
-    const int ctid = threadIdx.x - kTransformThreads;  // 0..255
-    const int cw = ctid >> 5;
     ConsumerState c;
-    c.lane = ctid & 31;
-    c.r0 = static_cast<uint32_t>((cw >> 2) * 64 + (cw & 3) * 16 + (c.lane >> 2));
-    c.t = static_cast<uint32_t>(c.lane & 3);
-    c.sf_mode = p.sf_mode;
-    c.ring0 = ptx::smem_u32(&s.ring[0]);
-    if (kHoistOffsets) set_offsets(c);
+    init_cursor<Stage>(c, threadIdx.x - kTransformThreads, p, ptx::smem_u32(&s.ring[0]));
     c.xdec0 = ptx::smem_u32(&s.xdec[0]);
     c.kb = kb0;
     c.stage = 0; c.sphase = 0; c.d = 0; c.dphase = 0;

@@ -79,6 +79,8 @@ struct MainloopRSPredecoded {
     uint8_t wsf[kBlockW * kSfTmaCols];
   };
   struct alignas(1024) SharedStorage {
+    using StageType = Stage;
+    static constexpr int kRingStages = kStages;
     Stage ring[kStages];
     uint64_t full[kStages];
     uint64_t empty[kStages];
@@ -184,15 +186,8 @@ struct MainloopRSPredecoded {
     }
   }
 
-  struct ConsumerState {
-    uint32_t r0, t;
-    int lane;
-    int sf_mode;
-    uint32_t ring0;
-    int32_t kb;          // global K block of the next fragments to load
-    int stage, sphase;   // ring position of the next fragments to load
-    int mstage;          // ring position of the next wgmma
-    uint32_t woff0, woff1, sfoff0, sfoff1, sf_odd;  // kHoistOffsets: in-stage offsets (set_offsets)
+  struct ConsumerState : MainloopRS::WCursor {
+    int mstage;            // ring position of the next wgmma
     uint32_t peer_empty0;  // kXMulticast: cluster address of the partner's empty[0] (0: none)
   };
 
@@ -202,41 +197,10 @@ struct MainloopRSPredecoded {
     if (kXMulticast && c.peer_empty0 != 0) ptx::mbar_arrive_remote(c.peer_empty0 + 8u * static_cast<uint32_t>(rs));
   }
 
-  // kHoistOffsets: this thread's in-stage offsets of its weight bytes (rows r0, r0 + 8,
-  // chunk t) and scales (the kScaleTma box holds two K blocks: +8 bytes for odd ones).
-  static __device__ __forceinline__ void set_offsets(ConsumerState& c) {
-    const uint32_t r1 = c.r0 + 8;
-    c.woff0 = static_cast<uint32_t>(offsetof(Stage, w)) + MainloopRS::sw64_offset(c.r0, c.t);
-    c.woff1 = static_cast<uint32_t>(offsetof(Stage, w)) + MainloopRS::sw64_offset(r1, c.t);
-    c.sfoff0 = static_cast<uint32_t>(offsetof(Stage, wsf)) + MainloopRS::sf_offset(c.sf_mode, c.r0, 2 * c.t, 0);
-    c.sfoff1 = static_cast<uint32_t>(offsetof(Stage, wsf)) + MainloopRS::sf_offset(c.sf_mode, r1, 2 * c.t, 0);
-    c.sf_odd = c.sf_mode == kScaleTma ? 8u : 0u;
-  }
-
   // Reads the next ring block's weight bytes and scales (the stage is released once the
   // wgmma that reads its token tile has completed: consumer_step).
   static __device__ __forceinline__ MainloopRS::WRaw fetch_w(SharedStorage& s, ConsumerState& c) {
-    ptx::mbar_wait(&s.full[c.stage], c.sphase);
-    const uint32_t st = c.ring0 + c.stage * static_cast<uint32_t>(sizeof(Stage));
-    const uint32_t r1 = c.r0 + 8;
-    MainloopRS::WRaw w;
-    if (kHoistOffsets) {
-      const uint32_t sf_kb = (static_cast<uint32_t>(c.kb) & 1u) * c.sf_odd;
-      w.a = ptx::lds128(st + c.woff0);
-      w.b = ptx::lds128(st + c.woff1);
-      w.sa = ptx::lds_u16(st + c.sfoff0 + sf_kb);
-      w.sb = ptx::lds_u16(st + c.sfoff1 + sf_kb);
-      ++c.kb;
-      if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
-      return w;
-    }
-    w.a = ptx::lds128(st + offsetof(Stage, w) + MainloopRS::sw64_offset(c.r0, c.t));
-    w.b = ptx::lds128(st + offsetof(Stage, w) + MainloopRS::sw64_offset(r1, c.t));
-    w.sa = ptx::lds_u16(st + offsetof(Stage, wsf) + MainloopRS::sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
-    w.sb = ptx::lds_u16(st + offsetof(Stage, wsf) + MainloopRS::sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
-    ++c.kb;
-    if (++c.stage == kStages) { c.stage = 0; c.sphase ^= 1; }
-    return w;
+    return MainloopRS::fetch_w_from<false>(s, c);
   }
 
   static __device__ __forceinline__ void load_w_fragments(SharedStorage& s, ConsumerState& c, uint32_t (&f)[32]) {
@@ -287,15 +251,8 @@ struct MainloopRSPredecoded {
   }
 
   static __device__ __forceinline__ ConsumerState init_consumer(SharedStorage& s, const GemmParams& p) {
-    const int ctid = threadIdx.x - 128;  // 0..255
-    const int cw = ctid >> 5;
     ConsumerState c;
-    c.lane = ctid & 31;
-    c.r0 = static_cast<uint32_t>((cw >> 2) * 64 + (cw & 3) * 16 + (c.lane >> 2));
-    c.t = static_cast<uint32_t>(c.lane & 3);
-    c.sf_mode = p.sf_mode;
-    c.ring0 = ptx::smem_u32(&s.ring[0]);
-    if (kHoistOffsets) set_offsets(c);
+    MainloopRS::init_cursor<Stage>(c, threadIdx.x - 128, p, ptx::smem_u32(&s.ring[0]));
     c.kb = 0;
     c.stage = 0; c.sphase = 0; c.mstage = 0;
     c.peer_empty0 = 0;
