@@ -59,6 +59,14 @@ namespace {
 using Mainloop = MainloopRS;
 using Epilogue = EpilogueClusterReduce;
 
+// The kernels' shared storage: the dynamic shared memory rounded up to 1 KB (the 128-byte
+// swizzle atoms of the TMA tiles need 1 KB alignment; the launch adds 1 KB for it).
+template <class Storage>
+__device__ __forceinline__ Storage& shared_storage(uint8_t* smem_raw) {
+  const uintptr_t base = (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023);
+  return *reinterpret_cast<Storage*>(base);
+}
+
 constexpr size_t kSmemBytes = sizeof(Mainloop::SharedStorage) + 1024;  // + manual 1 KB alignment
 static_assert(Epilogue::kSmemBytes <= sizeof(Mainloop::Stage) * Mainloop::kStages,
               "the epilogue tile reuses the stage ring");
@@ -78,9 +86,7 @@ __global__ void __launch_bounds__(Mainloop::kThreads, 1)
                            const __grid_constant__ CUtensorMap tmap_sfw,
                            const __grid_constant__ CUtensorMap tmap_sfx, const GemmParams p) {
   extern __shared__ uint8_t smem_raw[];
-  const uintptr_t base = (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023);
-  Mainloop::SharedStorage& s = *reinterpret_cast<Mainloop::SharedStorage*>(base);
-
+  Mainloop::SharedStorage& s = shared_storage<Mainloop::SharedStorage>(smem_raw);
   const TileWork work = cluster_splitk_work(p.splits, p.num_kb);
   const int64_t w0 = static_cast<int64_t>(work.tile_w) * Mainloop::kBlockW;
   const int64_t x0 = static_cast<int64_t>(work.tile_x) * Mainloop::kBlockX;
@@ -140,9 +146,7 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
                                       const __grid_constant__ CUtensorMap tmap_xh,
                                       const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p) {
   extern __shared__ uint8_t smem_raw[];
-  const uintptr_t base = (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023);
-  MainloopPre::SharedStorage& s = *reinterpret_cast<MainloopPre::SharedStorage*>(base);
-
+  MainloopPre::SharedStorage& s = shared_storage<MainloopPre::SharedStorage>(smem_raw);
   const TileWork work = cluster_splitk_work(p.splits, p.num_kb);
   const int64_t w0 = static_cast<int64_t>(work.tile_w) * MainloopPre::kBlockW;
   const int64_t x0 = static_cast<int64_t>(work.tile_x) * MainloopPre::kBlockX;
@@ -204,8 +208,7 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
                                    const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p,
                                    const StreamKArgs sk) {
   extern __shared__ uint8_t smem_raw[];
-  const uintptr_t base = (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023);
-  MainloopPre::SharedStorage& s = *reinterpret_cast<MainloopPre::SharedStorage*>(base);
+  MainloopPre::SharedStorage& s = shared_storage<MainloopPre::SharedStorage>(smem_raw);
 
   const StreamKWork work = streamk_work(sk.tiles, p.num_kb);
   // Segment q (selects, no run-time array index: `work` stays in registers).
@@ -302,37 +305,36 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
 
 bool aligned(const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; }
 
-// Packed fp4 operand (rows x K/2 bytes x L) as a 3-D uint8 tensor map, box
-// 64 bytes x 128 rows x 1, 64-byte swizzle (conflict-free 16-byte smem reads).
-bool encode_fp4_map(CUtensorMap* map, const Fp4Operand& op, int64_t rows, int64_t K, int64_t L) {
+// A (cols x rows x L) byte tensor with the given row and batch strides (one batch: its
+// extent, rounded up to 16 bytes, stands in for the unused batch stride) as a 3-D uint8
+// tensor map with box box_cols x 128 rows x 1.
+bool encode_u8_rows_map(CUtensorMap* map, const uint8_t* data, int64_t cols, int64_t rows, int64_t L,
+                        int64_t row_stride, int64_t batch_stride, uint32_t box_cols, CUtensorMapSwizzle swizzle) {
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return false;
-  const int64_t batch_stride =
-      L > 1 ? op.batch_stride : ((rows * op.row_stride + 15) / 16) * 16;
-  cuuint64_t dims[3] = {static_cast<cuuint64_t>(K / 2), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(L)};
-  cuuint64_t strides[2] = {static_cast<cuuint64_t>(op.row_stride), static_cast<cuuint64_t>(batch_stride)};
-  cuuint32_t box[3] = {static_cast<cuuint32_t>(Mainloop::kPackedRow), 128u, 1u};
+  const int64_t bstride = L > 1 ? batch_stride : ((rows * row_stride + 15) / 16) * 16;
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(cols), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(L)};
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(row_stride), static_cast<cuuint64_t>(bstride)};
+  cuuint32_t box[3] = {box_cols, 128u, 1u};
   cuuint32_t elem[3] = {1u, 1u, 1u};
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<uint8_t*>(op.data), dims, strides,
-                            box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_64B,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
+  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<uint8_t*>(data), dims, strides, box,
+                            elem, CU_TENSOR_MAP_INTERLEAVE_NONE, swizzle, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                            CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
   return r == CUDA_SUCCESS;
 }
 
-// Linear scales (rows x K/16 bytes x L) as a 3-D uint8 tensor map, box 16 x 128 x 1:
-// each stage loads its 8 columns plus the next 8 (TMA needs 16-byte boxes).
+// Packed fp4 operand (rows x K/2 bytes x L): box 64 bytes x 128 rows, 64-byte swizzle
+// (conflict-free 16-byte smem reads).
+bool encode_fp4_map(CUtensorMap* map, const Fp4Operand& op, int64_t rows, int64_t K, int64_t L) {
+  return encode_u8_rows_map(map, op.data, K / 2, rows, L, op.row_stride, op.batch_stride, Mainloop::kPackedRow,
+                            CU_TENSOR_MAP_SWIZZLE_64B);
+}
+
+// Linear scales (rows x K/16 bytes x L): box 16 x 128, each stage loads its 8 columns
+// plus the next 8 (TMA needs 16-byte boxes).
 bool encode_linear_sf_map(CUtensorMap* map, const ScaleOperand& sf, int64_t rows, int64_t K, int64_t L) {
-  const auto encode = tensor_map_encoder();
-  if (encode == nullptr) return false;
-  const int64_t batch_stride = L > 1 ? sf.batch_stride : ((rows * sf.row_stride + 15) / 16) * 16;
-  cuuint64_t dims[3] = {static_cast<cuuint64_t>(K / 16), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(L)};
-  cuuint64_t strides[2] = {static_cast<cuuint64_t>(sf.row_stride), static_cast<cuuint64_t>(batch_stride)};
-  cuuint32_t box[3] = {static_cast<cuuint32_t>(Mainloop::kSfTmaCols), 128u, 1u};
-  cuuint32_t elem[3] = {1u, 1u, 1u};
-  const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 3, const_cast<uint8_t*>(sf.data), dims, strides,
-                            box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
-                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE);
-  return r == CUDA_SUCCESS;
+  return encode_u8_rows_map(map, sf.data, K / 16, rows, L, sf.row_stride, sf.batch_stride, Mainloop::kSfTmaCols,
+                            CU_TENSOR_MAP_SWIZZLE_NONE);
 }
 
 bool scales_tma(const ScaleOperand& s, int64_t L) {
