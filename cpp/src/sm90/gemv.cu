@@ -35,6 +35,7 @@
 #include "../common/cuda_check.hpp"
 #include "../common/formats.h"
 #include "../problem.hpp"
+#include "collective/ptx.cuh"
 
 namespace nvfp4::sm90 {
 
@@ -365,19 +366,12 @@ __device__ __forceinline__ void imma_16832(uint4& d, const uint32_t (&a)[4], uin
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 
-__device__ __forceinline__ uint4 lds128(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr));
-  return v;
-}
+// Shared-memory loads: lds128 and lds_u16 from ptx.cuh, the pair of floats here.
+using ptx::lds128;
+using ptx::lds_u16;
 __device__ __forceinline__ float2 lds_f2(uint32_t addr) {
   float2 v;
   asm volatile("ld.shared.v2.f32 {%0, %1}, [%2];" : "=f"(v.x), "=f"(v.y) : "r"(addr));
-  return v;
-}
-__device__ __forceinline__ uint32_t lds_u16(uint32_t addr) {
-  uint16_t v;
-  asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr));
   return v;
 }
 
@@ -394,12 +388,11 @@ __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
 }
 
-// Thread-block cluster (K split over the CTAs of a cluster) and programmatic dependent launch.
-__device__ __forceinline__ uint32_t cluster_ctarank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
+// Thread-block cluster (K split over the CTAs of a cluster) and programmatic dependent launch
+// (cluster_ctarank, pdl_wait_primary, pdl_launch_dependents: ptx.cuh).
+using ptx::cluster_ctarank;
+using ptx::pdl_launch_dependents;
+using ptx::pdl_wait_primary;
 __device__ __forceinline__ void cluster_arrive_relaxed() {
   asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
 }
@@ -415,10 +408,6 @@ __device__ __forceinline__ void st_cluster_f32(const void* local, uint32_t rank,
   uint32_t remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(addr), "r"(rank));
   asm volatile("st.shared::cluster.f32 [%0], %1;" ::"r"(remote), "f"(v) : "memory");
-}
-__device__ __forceinline__ void pdl_wait_primary() { asm volatile("griddepcontrol.wait;" ::: "memory"); }
-__device__ __forceinline__ void pdl_launch_dependents() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
 // b chunks [t0, t0 + tn) -> shared memory: s_bq[c] = the 32 bytes b' = 2b (s8, natural
