@@ -344,12 +344,12 @@ bool scales_tma(const ScaleOperand& s, int64_t L) {
 
 // fp16 token workspace [L][M][Kp] as a 3-D map, box 64 x 128 x 1, 128-byte swizzle
 // (exactly the K-major SW128 layout of the wgmma B descriptor).
-bool encode_xh_map(CUtensorMap* map, void* ws, int64_t M, int64_t Kp, int64_t L) {
+bool encode_xh_map(CUtensorMap* map, void* ws, int64_t M, int64_t Kp, int64_t L, uint32_t box_rows) {
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return false;
   cuuint64_t dims[3] = {static_cast<cuuint64_t>(Kp), static_cast<cuuint64_t>(M), static_cast<cuuint64_t>(L)};
   cuuint64_t strides[2] = {static_cast<cuuint64_t>(Kp * 2), static_cast<cuuint64_t>(M * Kp * 2)};
-  cuuint32_t box[3] = {64u, 128u, 1u};
+  cuuint32_t box[3] = {64u, box_rows, 1u};
   cuuint32_t elem[3] = {1u, 1u, 1u};
   const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, ws, dims, strides, box, elem,
                             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -662,7 +662,13 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   if (predecode) {
     const int64_t kpad = static_cast<int64_t>(kp.num_kb) * 128;  // workspace row (elements)
     CUtensorMap tmap_xh;
-    if (!encode_xh_map(&tmap_xh, exec.workspace, p.M, kpad, p.L))
+    // Token tile rows the TMA brings: for M < 128 only the rows that exist, rounded up to
+    // the 8-row swizzle atom. A 128-row box that is mostly out of bounds made the loads slow
+    // (H200, N = K = 7168: M = 8 40.5 -> 29.3 µs, M = 32 38.3 -> 30.6 with the fitted box;
+    // bench/NOTES.md gemm13). The rest of the smem tile keeps stale data, which only
+    // reaches the output columns of tokens >= M, never stored.
+    kp.x_box_rows = p.M < 128 ? static_cast<int32_t>((p.M + 7) / 8 * 8) : 128;
+    if (!encode_xh_map(&tmap_xh, exec.workspace, p.M, kpad, p.L, static_cast<uint32_t>(kp.x_box_rows)))
       return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: cuTensorMapEncodeTiled rejected the workspace");
     XPredecodeParams xp{};
     xp.a = p.a.data;

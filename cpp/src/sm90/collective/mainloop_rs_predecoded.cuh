@@ -139,7 +139,7 @@ struct MainloopRSPredecoded {
     const int lane = threadIdx.x & 31;
     const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
     const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : p.sf_mode == kScaleTma ? 128u * kSfTmaCols : 0u;
-    const uint32_t tx = kBlockW * kPackedRow + 2 * kXAtomBytes + sf_bytes;
+    const uint32_t tx = kBlockW * kPackedRow + 2u * 128u * static_cast<uint32_t>(p.x_box_rows) + sf_bytes;
     // token tiles deferred past the wait (first segment only: ring positions 0..early-1)
     const int early = kEarly && rc.iter == 0 ? (nkb < kStages ? nkb : kStages) : 0;
     int stage = rc.stage, phase = rc.phase;
