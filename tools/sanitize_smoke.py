@@ -49,5 +49,11 @@ for be in backends:
     nvfp4.grouped_gemm(ga, gsa, [fp4(72, 64)] * 2, [sf(72, 8)] * 2, backend="auto")
     offs = cp.asarray(np.array([0, 5, 5, 20], dtype=np.int32))
     nvfp4.grouped_gemm_packed(fp4(20, 64), sf(20, 8), fp4(3, 33, 64), sf(3, 33, 8), offs, backend="auto")
+    if be == "sm90a":
+        # the pre-decoded GEMM path (token pre-decode pass, TMA box fitted to M < 128, split-K
+        # cluster reduction): K slices longer than one unpromoted chain
+        M, N, K = 40, 4096, 16384
+        a, sa, b, sb = fp4(M, K // 2), sf(M, K // 16), fp4(N, K // 2), sf(N, K // 16)
+        nvfp4.gemm(a, nvfp4.swizzle_scales(sa), b, nvfp4.swizzle_scales(sb), sf_layout="blocked", backend=be)
 cp.cuda.runtime.deviceSynchronize()
 print("sanitize smoke: ran every op on backends", backends)
