@@ -1,4 +1,4 @@
-// Mainloop collective of the sm90a NVFP4 GEMM, small-M path: the token operand was
+// Mainloop collective of the sm90a NVFP4 GEMM, pre-decoded path: the token operand was
 // decoded once into an fp16 workspace (x_predecode.cuh) and arrives by TMA already in
 // the 128-byte-swizzled K-major layout wgmma reads; only the weights are decoded here.
 //

@@ -1,4 +1,4 @@
-// Stream-K fixup of the sm90a NVFP4 GEMM (small-M path; see tile_scheduler.cuh):
+// Stream-K fixup of the sm90a NVFP4 GEMM (pre-decoded path; see tile_scheduler.cuh):
 // partial 128x128 fp32 tiles travel through a global workspace, one slot per CTA.
 //
 // Workspace (after the pre-decoded tokens): int32 flags[ctas], zeroed by the

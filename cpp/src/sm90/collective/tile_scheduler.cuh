@@ -34,7 +34,7 @@ __device__ __forceinline__ TileWork cluster_splitk_work(int32_t splits, int32_t 
   return w;
 }
 
-// ---- stream-K (small-M path, tiles < SMs) ------------------------------------------
+// ---- stream-K (pre-decoded path, tiles < SMs) ------------------------------------------
 // Split-K over clusters can only give every tile the same number of CTAs: 56 tiles
 // (M = 128, N = 7168) on 132 SMs run as 56 clusters of 2 = 112 CTAs. Stream-K instead
 // cuts the linearized (tile, K block) space into gridDim.x equal ranges, one per CTA

@@ -1,4 +1,4 @@
-// Activation pre-decode pass of the sm90a NVFP4 GEMM (small-M path).
+// Activation pre-decode pass of the sm90a NVFP4 GEMM (pre-decoded path, any M with K >= 2048).
 //
 // For small M (the gpu-mode shapes have M = 128 tokens against N = 4k..7k weight
 // rows) every CTA of the fused kernel decodes the same token tile again: as much
