@@ -68,30 +68,8 @@ __device__ __forceinline__ int64_t scale_offset(const ScaleOperand& s, int64_t l
          (s.layout == NVFP4_SF_BLOCKED ? blocked_sf_offset(r, c, K) : r * s.row_stride + c);
 }
 
-// The scale bytes of one row (l, r): column c lives at base[col_offset(c)]. The row part
-// of the blocked offset is computed once per row, so walking a row costs a shift and a
-// mask per column instead of the full 64-bit blocked_sf_offset.
-template <class Byte>
-struct ScaleRow {
-  Byte* base;
-  bool blocked;
-  __device__ __forceinline__ int64_t col_offset(uint32_t c) const {
-    return blocked ? (int64_t(c >> 2) << 9) + (c & 3) : int64_t(c);
-  }
-  __device__ __forceinline__ Byte& operator[](uint32_t c) const { return base[col_offset(c)]; }
-};
-// row_stride is ignored for the blocked layout (its rows are implied by K).
-template <class Byte>
-__device__ __forceinline__ ScaleRow<Byte> scale_row(Byte* data, bool blocked, int64_t row_stride, int64_t batch_stride,
-                                                    int64_t l, int64_t r, int64_t K) {
-  return ScaleRow<Byte>{data + l * batch_stride + (blocked ? blocked_sf_offset(r, 0, K) : r * row_stride), blocked};
-}
-__device__ __forceinline__ ScaleRow<const uint8_t> scale_row(const ScaleOperand& s, int64_t l, int64_t r, int64_t K) {
-  return scale_row(s.data, s.layout == NVFP4_SF_BLOCKED, s.row_stride, s.batch_stride, l, r, K);
-}
-
-// The same offsets with 32-bit row and column math and the layout known at compile time,
-// for the row-walking kernels whose per-segment address work is a large share of their
+// scale_offset's offsets with 32-bit row and column math and the layout known at compile
+// time, for the row-walking kernels whose per-segment address work is a large share of their
 // instructions. Valid for rows < 2^31 and a 128-row band of blocked scales
 // (blocked_sf_cols(K) * 128 bytes) < 2^31: the launchers check both.
 //   row(r, stride): offset of row r's column 0; stride = the row stride (linear) or the

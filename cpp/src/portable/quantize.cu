@@ -157,6 +157,15 @@ RowWalk make_row_walk(int64_t L, int64_t rows, int64_t segs, int sm_count, int c
   return w;
 }
 
+// Launches a row-walking kernel over L x rows x segs segments (per_cta walkers per CTA),
+// with as many CTAs as fit on the device at once or are needed.
+template <auto Kernel, class Args>
+void launch_row_walk(const Args& a, int64_t L, int64_t rows, int64_t segs, int per_cta, int sm_count,
+                     cudaStream_t stream) {
+  const RowWalk walk = make_row_walk(L, rows, segs, sm_count, resident_ctas_per_sm<Kernel>(), per_cta);
+  Kernel<<<walk.grid, kThreads, 0, stream>>>(a, walk);
+}
+
 // Calls f(l, r, g) for the row segments of this walker (the calling warp, or the CTA).
 template <class F>
 __device__ __forceinline__ void for_each_row_segment(const RowWalk& w, F&& f) {
@@ -415,9 +424,8 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
     am.amax_bits = reinterpret_cast<unsigned*>(p.global_scale);
     const int64_t pieces = p.K * int64_t(sizeof(T)) / 16;
     if (kVec && pieces >= 32 * kAmaxRowsUnroll && pieces < (int64_t(1) << 31)) {
-      const RowWalk walk = make_row_walk(p.L, p.rows, ceil_div(pieces, int64_t(32) * kAmaxRowsUnroll), exec.sm_count,
-                                         resident_ctas_per_sm<amax_rows_kernel<T>>(), kThreads / 32);
-      amax_rows_kernel<T><<<walk.grid, kThreads, 0, stream>>>(am, walk);
+      launch_row_walk<amax_rows_kernel<T>>(am, p.L, p.rows, ceil_div(pieces, int64_t(32) * kAmaxRowsUnroll),
+                                           kThreads / 32, exec.sm_count, stream);
     } else {
       amax_kernel<T, kVec><<<am.s.grid, kThreads, 0, stream>>>(am);
     }
@@ -447,15 +455,10 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
     if (p.K / kSfVec >= W * kQuantRowsUnroll<T> && blocked_sf_cols(p.K) * 128 < (int64_t(1) << 31) &&
         rows < (int64_t(1) << 31)) {  // every lane has a block
       const int64_t segs = ceil_div(p.K / kSfVec, int64_t(W) * kQuantRowsUnroll<T>);
-      if (blocked) {
-        const RowWalk walk = make_row_walk(p.L, rows, segs, exec.sm_count,
-                                           resident_ctas_per_sm<quantize_rows_kernel<T, W, true>>(), kThreads / W);
-        quantize_rows_kernel<T, W, true><<<walk.grid, kThreads, 0, stream>>>(a, walk);
-      } else {
-        const RowWalk walk = make_row_walk(p.L, rows, segs, exec.sm_count,
-                                           resident_ctas_per_sm<quantize_rows_kernel<T, W, false>>(), kThreads / W);
-        quantize_rows_kernel<T, W, false><<<walk.grid, kThreads, 0, stream>>>(a, walk);
-      }
+      if (blocked)
+        launch_row_walk<quantize_rows_kernel<T, W, true>>(a, p.L, rows, segs, kThreads / W, exec.sm_count, stream);
+      else
+        launch_row_walk<quantize_rows_kernel<T, W, false>>(a, p.L, rows, segs, kThreads / W, exec.sm_count, stream);
       launched = true;
     }
   }
@@ -666,15 +669,12 @@ nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& e
   // long rows: whole warp segments (32-bit rows and scale offsets: see ScaleAddr32)
   if (kVec && p.K >= 32 * 32 && blocked_sf_cols(p.K) * 128 < (int64_t(1) << 31) && p.rows < (int64_t(1) << 31)) {
     const int64_t segs = ceil_div(p.K / 32, int64_t(32));
-    if (p.sf.layout == NVFP4_SF_BLOCKED) {
-      const RowWalk walk = make_row_walk(p.L, p.rows, segs, exec.sm_count,
-                                         resident_ctas_per_sm<dequantize_staged_kernel<OT, true>>(), kThreads / 32);
-      dequantize_staged_kernel<OT, true><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
-    } else {
-      const RowWalk walk = make_row_walk(p.L, p.rows, segs, exec.sm_count,
-                                         resident_ctas_per_sm<dequantize_staged_kernel<OT, false>>(), kThreads / 32);
-      dequantize_staged_kernel<OT, false><<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
-    }
+    if (p.sf.layout == NVFP4_SF_BLOCKED)
+      launch_row_walk<dequantize_staged_kernel<OT, true>>(a, p.L, p.rows, segs, kThreads / 32, exec.sm_count,
+                                                          cuda_stream(exec));
+    else
+      launch_row_walk<dequantize_staged_kernel<OT, false>>(a, p.L, p.rows, segs, kThreads / 32, exec.sm_count,
+                                                           cuda_stream(exec));
     NVFP4_CHECK_LAUNCH();
     return NVFP4_SUCCESS;
   }
