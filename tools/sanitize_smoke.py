@@ -51,12 +51,13 @@ for be in backends:
     nvfp4.grouped_gemm_packed(fp4(20, 64), sf(20, 8), fp4(3, 33, 64), sf(3, 33, 8), offs, backend="auto")
     if be == "sm90a":
         # the pre-decoded GEMM path (token pre-decode pass, TMA box fitted to M < 128, split-K
-        # cluster reduction): K slices longer than one unpromoted chain. Known: racecheck reports
-        # one hazard here (bulk-copied blocked weight scales vs the consumers' LDS; the same
-        # path with linear scales and the fused path's bulk scales are clean; outputs match the
-        # float64 reference; bench/NOTES.md "racecheck and the pre-decoded path").
-        M, N, K = 40, 4096, 16384
-        a, sa, b, sb = fp4(M, K // 2), sf(M, K // 16), fp4(N, K // 2), sf(N, K // 16)
-        nvfp4.gemm(a, nvfp4.swizzle_scales(sa), b, nvfp4.swizzle_scales(sb), sf_layout="blocked", backend=be)
+        # cluster reduction): K slices longer than one unpromoted chain (blocked scales: bulk
+        # copies; racecheck found a hazard here until every consumer lane released the ring
+        # stages, session 4); then a fused short-chain case with ring reuse, 9 token tiles,
+        # L = 2 and a K tail (unaligned scale rows: producer-lane scale stores).
+        for M, N, K, L in [(40, 4096, 16384, 1), (1030, 136, 2080, 2)]:
+            a, sa, b, sb = fp4(L, M, K // 2), sf(L, M, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
+            nvfp4.gemm(a, nvfp4.swizzle_scales(sa), b, nvfp4.swizzle_scales(sb), sf_layout="blocked", backend=be)
+            nvfp4.gemm(a, sa, b, sb, backend=be)
 cp.cuda.runtime.deviceSynchronize()
 print("sanitize smoke: ran every op on backends", backends)

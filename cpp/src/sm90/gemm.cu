@@ -275,17 +275,17 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
 // serialization: it prefetches its input into L2, waits for that grid, and only then
 // lets the GEMM start (the GEMM loads weights before its own wait, which is safe only
 // once every grid before this pass has completed).
-__global__ void __launch_bounds__(256) nvfp4_sm90_x_predecode_kernel(const XPredecodeParams p) {
-  const int64_t idx = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+__global__ void __launch_bounds__(kPredecodeThreads) nvfp4_sm90_x_predecode_kernel(const XPredecodeParams p) {
+  const int64_t m = blockIdx.x, l = blockIdx.z;
+  const int32_t ci = static_cast<int32_t>(blockIdx.y) * kPredecodeThreads + static_cast<int32_t>(threadIdx.x);
   if (kPdl) {
-    x_predecode_prefetch(p, idx);
+    x_predecode_prefetch(p, m, l, ci);
     ptx::pdl_wait_primary();
   }
   ptx::pdl_launch_dependents();  // the GEMM may start its prologue and weight loads now
-  x_predecode_thread(p, idx);
+  x_predecode_zero_flags(p);
+  x_predecode_chunk(p, m, l, ci);
 }
-
-
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   static PFN_cuTensorMapEncodeTiled_v12000 fn = nullptr;
@@ -362,6 +362,27 @@ size_t predecode_bytes(const GemmProblem& p) {
   const int64_t kp = (p.K + 127) / 128 * 128;
   const size_t bytes = static_cast<size_t>((p.L * p.M * kp * 2 + 255) / 256 * 256);
   return bytes <= kPredecodeMaxBytes ? bytes : 0;
+}
+
+// Pass parameters for one fp4 operand (rows x K, L batches) -> fp16 [L][rows][kpad] at out.
+XPredecodeParams predecode_params(const Fp4Operand& a, const ScaleOperand& sf, int64_t rows, int64_t K, int64_t L,
+                                  int32_t num_kb, void* out, int64_t kpad) {
+  XPredecodeParams xp{};
+  xp.a = a.data;
+  xp.a_row_stride = a.row_stride;
+  xp.a_batch_stride = a.batch_stride;
+  xp.sf = sf.data;
+  xp.sf_row_stride = sf.row_stride;
+  xp.sf_batch_stride = sf.batch_stride;
+  xp.sf_blocked = sf.layout == NVFP4_SF_BLOCKED ? 1 : 0;
+  xp.M = rows;
+  xp.K = K;
+  xp.L = static_cast<int32_t>(L);
+  xp.num_kb = num_kb;
+  xp.out = static_cast<uint16_t*>(out);
+  xp.out_row_stride = kpad;
+  xp.out_batch_stride = rows * kpad;
+  return xp;
 }
 
 // Stream-K on the pre-decoded path (tile_scheduler.cuh) when cluster split-K would leave
@@ -670,21 +691,7 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     kp.x_box_rows = p.M < 128 ? static_cast<int32_t>((p.M + 7) / 8 * 8) : 128;
     if (!encode_xh_map(&tmap_xh, exec.workspace, p.M, kpad, p.L, static_cast<uint32_t>(kp.x_box_rows)))
       return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: cuTensorMapEncodeTiled rejected the workspace");
-    XPredecodeParams xp{};
-    xp.a = p.a.data;
-    xp.a_row_stride = p.a.row_stride;
-    xp.a_batch_stride = p.a.batch_stride;
-    xp.sf = p.sfa.data;
-    xp.sf_row_stride = p.sfa.row_stride;
-    xp.sf_batch_stride = p.sfa.batch_stride;
-    xp.sf_blocked = p.sfa.layout == NVFP4_SF_BLOCKED ? 1 : 0;
-    xp.M = p.M;
-    xp.K = p.K;
-    xp.L = static_cast<int32_t>(p.L);
-    xp.num_kb = kp.num_kb;
-    xp.out = static_cast<uint16_t*>(exec.workspace);
-    xp.out_row_stride = kpad;
-    xp.out_batch_stride = p.M * kpad;
+    XPredecodeParams xp = predecode_params(p.a, p.sfa, p.M, p.K, p.L, kp.num_kb, exec.workspace, kpad);
     cfg.numAttrs = kPdl ? 2 : 1;  // the pre-decoded GEMM after the pass
     // stream-K: its flags are zeroed by this pass (the GEMM then runs strictly after it)
     const int sk_ctas = streamk_ctas(p, sm_count);
@@ -692,11 +699,10 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     uint8_t* const sk_base = static_cast<uint8_t*>(exec.workspace) + ws_need;
     xp.zero_flags = streamk ? reinterpret_cast<int32_t*>(sk_base) : nullptr;
     xp.num_flags = streamk ? sk_ctas : 0;
-    int64_t nthreads = p.L * p.M * kp.num_kb * 2;
-    if (nthreads < xp.num_flags) nthreads = xp.num_flags;
     cudaLaunchConfig_t pre_cfg = {};
-    pre_cfg.gridDim = dim3(static_cast<unsigned>((nthreads + 255) / 256), 1, 1);
-    pre_cfg.blockDim = dim3(256, 1, 1);
+    pre_cfg.gridDim = dim3(static_cast<unsigned>(p.M), static_cast<unsigned>(predecode_pieces(kp.num_kb)),
+                           static_cast<unsigned>(p.L));
+    pre_cfg.blockDim = dim3(kPredecodeThreads, 1, 1);
     pre_cfg.stream = cuda_stream(exec);
     pre_cfg.attrs = &attr[1];
     pre_cfg.numAttrs = kPdl ? 1 : 0;

@@ -109,11 +109,11 @@ struct MainloopRS {
     const uint32_t full_count = tx_only ? 1 : 1 + 32;  // + 32 scale-loading lanes
     for (int i = 0; i < kStages; ++i) {
       ptx::mbar_init(&s.full[i], full_count);
-      ptx::mbar_init(&s.empty[i], (kTransformThreads + kConsumerThreads) / 32);  // one per reading warp
+      ptx::mbar_init(&s.empty[i], kTransformThreads + kConsumerThreads);  // every reading lane (mainloop_rs_predecoded.cuh: kReleaseLanes)
     }
     for (int i = 0; i < kXBuf; ++i) {
       ptx::mbar_init(&s.dfull[i], kTransformThreads);  // every transform thread
-      ptx::mbar_init(&s.dempty[i], kConsumerThreads / 32);  // every consumer warp
+      ptx::mbar_init(&s.dempty[i], kConsumerThreads);  // every consumer lane
     }
     ptx::mbar_init_fence();
   }
@@ -266,7 +266,7 @@ struct MainloopRS {
       const uint32_t sf_lo = ptx::lds32(st + offsetof(Stage, xsf) + sf_offset(mode, r, 0, kb0 + i));
       const uint32_t sf_hi = ptx::lds32(st + offsetof(Stage, xsf) + sf_offset(mode, r, 4, kb0 + i));
       __syncwarp();
-      if (lane == 0) ptx::mbar_arrive(&s.empty[stage]);
+      ptx::mbar_arrive(&s.empty[stage]);
 
       const uint32_t sf4 = __byte_perm(sf_lo, sf_hi, sf_sel);  // bytes: scale of t = 0..3
       const uint32_t h01 = e4m3x2_to_f16x2(sf4), h23 = e4m3x2_to_f16x2(sf4 >> 16);
@@ -354,7 +354,7 @@ struct MainloopRS {
     ++c.kb;
     if (kRelease) {
       __syncwarp();
-      if (c.lane == 0) ptx::mbar_arrive(&s.empty[c.stage]);
+      ptx::mbar_arrive(&s.empty[c.stage]);  // every lane: its own reads (racecheck, session 4)
     }
     if (++c.stage == Storage::kRingStages) { c.stage = 0; c.sphase ^= 1; }
     return w;
@@ -420,7 +420,7 @@ struct MainloopRS {
     for (int k = 0; k < 32; ++k) ptx::fence_reg(nxt[k]);
     if (i >= 1) {
       __syncwarp();
-      if (c.lane == 0) ptx::mbar_arrive(&s.dempty[d == 0 ? kXBuf - 1 : d - 1]);
+      ptx::mbar_arrive(&s.dempty[d == 0 ? kXBuf - 1 : d - 1]);
     }
     if (++c.d == kXBuf) { c.d = 0; c.dphase ^= 1; }
     if (more) {

@@ -34,59 +34,60 @@ struct XPredecodeParams {
   int32_t num_flags;
 };
 
-// L2 prefetch of the packed bytes thread idx will read (its 64-byte row piece; the h = 0
-// thread of each pair), issued before griddepcontrol.wait (a hint, see ptx.cuh).
-__device__ __forceinline__ void x_predecode_prefetch(const XPredecodeParams& p, int64_t idx) {
-  const int64_t halves = static_cast<int64_t>(p.num_kb) * 2;
-  if (idx >= static_cast<int64_t>(p.L) * p.M * halves || (idx & 1) != 0) return;
-  const int64_t rest = idx / halves;
-  const int64_t kb = (idx % halves) >> 1;
-  ptx::prefetch_l2(p.a + (rest / p.M) * p.a_batch_stride + (rest % p.M) * p.a_row_stride + kb * 64);
+// Grid: one CTA of kPredecodeThreads per (row, piece of kPredecodeThreads output chunks,
+// batch): blockIdx = (m, piece, l). One thread per 16-byte output chunk, so a warp stores
+// 512 contiguous bytes per instruction. (The previous mapping, one thread per 64-K half
+// block writing 8 chunks 16 bytes apart per store, ran at ~0.9 TB/s; a flat row index
+// l * M + m cost a 64-bit division per thread: bench/NOTES.md gemm14.)
+constexpr int kPredecodeThreads = 256;
+constexpr int kChunksPerBlock = 16;  // 128 fp16 of a 128-K block
+
+__host__ __device__ __forceinline__ int32_t predecode_pieces(int32_t num_kb) {
+  return (num_kb * kChunksPerBlock + kPredecodeThreads - 1) / kPredecodeThreads;
 }
 
-// One thread per (batch, row, 64-K half block): reads 32 packed bytes and 4 scales,
-// writes 8 x 16 bytes. The first num_flags threads also zero the stream-K flags.
-__device__ __forceinline__ void x_predecode_thread(const XPredecodeParams& p, int64_t idx) {
-  if (idx < p.num_flags) p.zero_flags[idx] = 0;
-  const int64_t halves = static_cast<int64_t>(p.num_kb) * 2;
-  const int64_t total = static_cast<int64_t>(p.L) * p.M * halves;
-  if (idx >= total) return;
-  const int64_t hb = idx % halves;
-  const int64_t rest = idx / halves;
-  const int64_t m = rest % p.M;
-  const int64_t l = rest / p.M;
-  const int64_t kb = hb >> 1;
-  const uint32_t h = static_cast<uint32_t>(hb & 1);
+// L2 prefetch of the packed 64 bytes of this thread's 128-K block (its chunk 0 thread),
+// issued before griddepcontrol.wait (a hint, see ptx.cuh).
+__device__ __forceinline__ void x_predecode_prefetch(const XPredecodeParams& p, int64_t m, int64_t l, int32_t ci) {
+  const int32_t kb = ci / kChunksPerBlock;
+  if ((ci % kChunksPerBlock) != 0 || kb >= p.num_kb) return;
+  ptx::prefetch_l2(p.a + l * p.a_batch_stride + m * p.a_row_stride + kb * 64);
+}
 
-  // packed bytes: words 2h, 2h+1 of each 16-byte chunk t of the block
-  const uint8_t* row = p.a + l * p.a_batch_stride + m * p.a_row_stride + kb * 64;
-  const int64_t bytes_left = p.K / 2 - kb * 64;  // >= 16, multiple of 16
-  uint32_t q[4][2];
-#pragma unroll
-  for (int t = 0; t < 4; ++t) {
-    uint2 v = make_uint2(0u, 0u);
-    if (t * 16 < bytes_left) v = __ldg(reinterpret_cast<const uint2*>(row + t * 16 + 8 * h));
-    q[t][0] = v.x;
-    q[t][1] = v.y;
-  }
-  // scales of physical blocks 2t + h (columns kb*8 + 2t + h)
+// Output chunk ci (0 .. num_kb * 16) of row m of batch l: logical chunk c = ci % 16 of
+// K block kb = ci / 16 is pair P = c % 4 of word 2h + wl (h = c / 8, wl = (c / 4) % 2) of
+// the four 16-byte chunks t of the block's packed row, scaled by physical block 2t + h
+// (fp4_decode.cuh: decode_x_half writes the same 8 chunks per half block).
+__device__ __forceinline__ void x_predecode_chunk(const XPredecodeParams& p, int64_t m, int64_t l, int32_t ci) {
+  const int32_t kb = ci / kChunksPerBlock;
+  if (kb >= p.num_kb) return;
+  const uint32_t c = static_cast<uint32_t>(ci % kChunksPerBlock);
+  const uint32_t h = c >> 3, word = 2 * h + ((c >> 2) & 1u), pair = c & 3u;
+  const uint8_t* src = p.a + l * p.a_batch_stride + m * p.a_row_stride + static_cast<int64_t>(kb) * 64 + 4 * word;
+  const int64_t bytes_left = p.K / 2 - static_cast<int64_t>(kb) * 64;  // >= 16, multiple of 16
   const uint8_t* sfb = p.sf + l * p.sf_batch_stride;
   const int64_t kcols = p.K / 16;
-  uint32_t s4 = 0;
+  const uint32_t shift = 12u - 4u * pair;
+  uint32_t o[4];
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
-    const int64_t c = kb * 8 + 2 * t + h;
-    uint32_t v = 0;
-    if (c < kcols) v = __ldg(sfb + (p.sf_blocked ? blocked_sf_offset(m, c, p.K) : m * p.sf_row_stride + c));
-    s4 |= v << (8 * t);
+    uint32_t q = 0, sv = 0;
+    if (t * 16 < bytes_left) q = __ldg(reinterpret_cast<const uint32_t*>(src + t * 16));
+    const int64_t col = static_cast<int64_t>(kb) * 8 + 2 * t + h;
+    if (col < kcols) sv = __ldg(sfb + (p.sf_blocked ? blocked_sf_offset(m, col, p.K) : m * p.sf_row_stride + col));
+    const uint32_t s2 = bcast_lo(e4m3x2_to_f16x2(sv));
+    const uint32_t x = q << shift;
+    o[t] = hmul2_u32((x & 0x80008000u) | ((x >> 3) & 0x0E000E00u), s2);  // e2m1x2_to_f16x2_scaled<pair>
   }
-  const uint32_t h01 = e4m3x2_to_f16x2(s4), h23 = e4m3x2_to_f16x2(s4 >> 16);
-  const uint32_t sc2[4] = {bcast_lo(h01), bcast_hi(h01), bcast_lo(h23), bcast_hi(h23)};
-  uint4 o[8];
-  decode_x_half(q, sc2, o);
-  uint4* dst = reinterpret_cast<uint4*>(p.out + l * p.out_batch_stride + m * p.out_row_stride + kb * 128 + 64 * h);
-#pragma unroll
-  for (int j = 0; j < 8; ++j) dst[j] = o[j];
+  uint4* dst = reinterpret_cast<uint4*>(p.out + l * p.out_batch_stride + m * p.out_row_stride +
+                                        static_cast<int64_t>(kb) * 128 + 8 * c);
+  *dst = make_uint4(o[0], o[1], o[2], o[3]);
+}
+
+// The stream-K flags of the GEMM that follows (CTA (0, 0) zeroes them).
+__device__ __forceinline__ void x_predecode_zero_flags(const XPredecodeParams& p) {
+  if (blockIdx.x != 0 || blockIdx.y != 0 || blockIdx.z != 0) return;
+  for (int i = threadIdx.x; i < p.num_flags; i += blockDim.x) p.zero_flags[i] = 0;
 }
 
 }  // namespace nvfp4::sm90
