@@ -277,14 +277,14 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
 // once every grid before this pass has completed).
 __global__ void __launch_bounds__(kPredecodeThreads) nvfp4_sm90_x_predecode_kernel(const XPredecodeParams p) {
   const int64_t m = blockIdx.x, l = blockIdx.z;
-  const int32_t ci = static_cast<int32_t>(blockIdx.y) * kPredecodeThreads + static_cast<int32_t>(threadIdx.x);
   if (kPdl) {
-    x_predecode_prefetch(p, m, l, ci);
+#pragma unroll
+    for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_prefetch(p, m, l, predecode_chunk_index(u));
     ptx::pdl_wait_primary();
   }
   ptx::pdl_launch_dependents();  // the GEMM may start its prologue and weight loads now
   x_predecode_zero_flags(p);
-  x_predecode_chunk(p, m, l, ci);
+  x_predecode_row_piece(p, m, l);
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {

@@ -91,7 +91,13 @@ struct EpilogueClusterReduce {
   static __device__ __forceinline__ void reduce_and_store(const GemmParams& p, const float* tile, int splits,
                                                           int rank, int64_t w0, int64_t x0, int32_t l,
                                                           float alpha, int rank_base = 0) {
-    ptx::cluster_sync();  // all S tiles written
+    // A lone CTA (splits == 1, no multicast partner: the large-M case) needs no cluster
+    // barrier (each compiles to a GPU-scope MEMBAR) and reads its tile from its own smem.
+    const bool solo = splits == 1 && rank_base == 0 && p.x_multicast == 0;
+    if (solo)
+      __syncthreads();
+    else
+      ptx::cluster_sync();  // all S tiles written
     const int row_begin = rank * kTileX / splits;  // splits need not divide 128
     const int rows = (rank + 1) * kTileX / splits - row_begin;
     const int units = rows * (kTileW / 4);
@@ -104,9 +110,20 @@ struct EpilogueClusterReduce {
       if (m >= p.M || n >= p.N) continue;
       const uint32_t off = static_cast<uint32_t>((xr * kPitch + wc) * 4);
       float v[4] = {0.f, 0.f, 0.f, 0.f};
-      for (int q = 0; q < splits; ++q) {
-        const float4 f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(rank_base + q)));
-        v[0] += f.x; v[1] += f.y; v[2] += f.z; v[3] += f.w;
+      if (solo) {
+        const uint4 f = ptx::lds128(tile_addr + off);
+        v[0] = __uint_as_float(f.x); v[1] = __uint_as_float(f.y); v[2] = __uint_as_float(f.z); v[3] = __uint_as_float(f.w);
+      } else {
+        for (int q = 0; q < splits; ++q) {  // fixed order: deterministic sums
+          float4 f;
+          if (q == rank) {  // this CTA's own tile: a plain shared-memory load
+            const uint4 u = ptx::lds128(tile_addr + off);
+            f = make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w));
+          } else {
+            f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(rank_base + q)));
+          }
+          v[0] += f.x; v[1] += f.y; v[2] += f.z; v[3] += f.w;
+        }
       }
       // (acc * 2^28) is exact; then one rounding for alpha, as the reference does.
 #pragma unroll
@@ -119,7 +136,7 @@ struct EpilogueClusterReduce {
     // Remote reads of this tile finished. Their values were consumed above, so a relaxed
     // arrive suffices: a release arrive compiles to a GPU-scope MEMBAR that would also wait
     // for this thread's C stores to drain (measured: -0.7..-1.4% per GEMM call).
-    ptx::cluster_sync_relaxed();
+    if (!solo) ptx::cluster_sync_relaxed();
   }
 };
 

@@ -34,16 +34,28 @@ struct XPredecodeParams {
   int32_t num_flags;
 };
 
-// Grid: one CTA of kPredecodeThreads per (row, piece of kPredecodeThreads output chunks,
-// batch): blockIdx = (m, piece, l). One thread per 16-byte output chunk, so a warp stores
-// 512 contiguous bytes per instruction. (The previous mapping, one thread per 64-K half
-// block writing 8 chunks 16 bytes apart per store, ran at ~0.9 TB/s; a flat row index
-// l * M + m cost a 64-bit division per thread: bench/NOTES.md gemm14.)
+// Grid: one CTA of kPredecodeThreads per (row, piece of kPredecodeUnroll x
+// kPredecodeThreads output chunks, batch): blockIdx = (m, piece, l). One thread per
+// 16-byte output chunk at a time, so a warp stores 512 contiguous bytes per instruction;
+// each thread first loads the inputs of its kPredecodeUnroll chunks (kPredecodeThreads
+// apart), then decodes and stores them: four times the bytes in flight of one chunk per
+// thread. (bench/NOTES.md gemm14: the first mapping, one thread per 64-K half block
+// writing 8 chunks 16 bytes apart, with a 64-bit division per thread, ran at ~0.9 TB/s.)
 constexpr int kPredecodeThreads = 256;
+#ifndef NVFP4_SM90_PREDECODE_UNROLL
+#define NVFP4_SM90_PREDECODE_UNROLL 2
+#endif
+constexpr int kPredecodeUnroll = NVFP4_SM90_PREDECODE_UNROLL;
 constexpr int kChunksPerBlock = 16;  // 128 fp16 of a 128-K block
 
 __host__ __device__ __forceinline__ int32_t predecode_pieces(int32_t num_kb) {
-  return (num_kb * kChunksPerBlock + kPredecodeThreads - 1) / kPredecodeThreads;
+  constexpr int32_t kPiece = kPredecodeThreads * kPredecodeUnroll;
+  return (num_kb * kChunksPerBlock + kPiece - 1) / kPiece;
+}
+// Output chunk of unroll step u of this thread (blockIdx.y = piece).
+__device__ __forceinline__ int32_t predecode_chunk_index(int u) {
+  return (static_cast<int32_t>(blockIdx.y) * kPredecodeUnroll + u) * kPredecodeThreads +
+         static_cast<int32_t>(threadIdx.x);
 }
 
 // L2 prefetch of the packed 64 bytes of this thread's 128-K block (its chunk 0 thread),
@@ -58,30 +70,50 @@ __device__ __forceinline__ void x_predecode_prefetch(const XPredecodeParams& p, 
 // K block kb = ci / 16 is pair P = c % 4 of word 2h + wl (h = c / 8, wl = (c / 4) % 2) of
 // the four 16-byte chunks t of the block's packed row, scaled by physical block 2t + h
 // (fp4_decode.cuh: decode_x_half writes the same 8 chunks per half block).
-__device__ __forceinline__ void x_predecode_chunk(const XPredecodeParams& p, int64_t m, int64_t l, int32_t ci) {
+struct XChunkInput {
+  uint32_t q[4];   // word 2h + wl of packed chunk t (0 past K)
+  uint32_t sf[4];  // e4m3 byte of physical block 2t + h (0 past K)
+};
+__device__ __forceinline__ void x_predecode_load(const XPredecodeParams& p, int64_t m, int64_t l, int32_t ci,
+                                                 XChunkInput& in) {
+  const int32_t kb = ci / kChunksPerBlock;
+  const uint32_t c = static_cast<uint32_t>(ci % kChunksPerBlock);
+  const uint32_t h = c >> 3, word = 2 * h + ((c >> 2) & 1u);
+  const uint8_t* src = p.a + l * p.a_batch_stride + m * p.a_row_stride + static_cast<int64_t>(kb) * 64 + 4 * word;
+  const int64_t bytes_left = p.K / 2 - static_cast<int64_t>(kb) * 64;  // multiple of 16 (<= 0: no block)
+  const uint8_t* sfb = p.sf + l * p.sf_batch_stride;
+  const int64_t kcols = p.K / 16;
+#pragma unroll
+  for (int t = 0; t < 4; ++t) {
+    in.q[t] = t * 16 < bytes_left ? __ldg(reinterpret_cast<const uint32_t*>(src + t * 16)) : 0u;
+    const int64_t col = static_cast<int64_t>(kb) * 8 + 2 * t + h;
+    in.sf[t] = col < kcols ? __ldg(sfb + (p.sf_blocked ? blocked_sf_offset(m, col, p.K) : m * p.sf_row_stride + col))
+                           : 0u;
+  }
+}
+__device__ __forceinline__ void x_predecode_store(const XPredecodeParams& p, int64_t m, int64_t l, int32_t ci,
+                                                  const XChunkInput& in) {
   const int32_t kb = ci / kChunksPerBlock;
   if (kb >= p.num_kb) return;
   const uint32_t c = static_cast<uint32_t>(ci % kChunksPerBlock);
-  const uint32_t h = c >> 3, word = 2 * h + ((c >> 2) & 1u), pair = c & 3u;
-  const uint8_t* src = p.a + l * p.a_batch_stride + m * p.a_row_stride + static_cast<int64_t>(kb) * 64 + 4 * word;
-  const int64_t bytes_left = p.K / 2 - static_cast<int64_t>(kb) * 64;  // >= 16, multiple of 16
-  const uint8_t* sfb = p.sf + l * p.sf_batch_stride;
-  const int64_t kcols = p.K / 16;
-  const uint32_t shift = 12u - 4u * pair;
+  const uint32_t shift = 12u - 4u * (c & 3u);
   uint32_t o[4];
 #pragma unroll
   for (int t = 0; t < 4; ++t) {
-    uint32_t q = 0, sv = 0;
-    if (t * 16 < bytes_left) q = __ldg(reinterpret_cast<const uint32_t*>(src + t * 16));
-    const int64_t col = static_cast<int64_t>(kb) * 8 + 2 * t + h;
-    if (col < kcols) sv = __ldg(sfb + (p.sf_blocked ? blocked_sf_offset(m, col, p.K) : m * p.sf_row_stride + col));
-    const uint32_t s2 = bcast_lo(e4m3x2_to_f16x2(sv));
-    const uint32_t x = q << shift;
-    o[t] = hmul2_u32((x & 0x80008000u) | ((x >> 3) & 0x0E000E00u), s2);  // e2m1x2_to_f16x2_scaled<pair>
+    const uint32_t s2 = bcast_lo(e4m3x2_to_f16x2(in.sf[t]));
+    const uint32_t x = in.q[t] << shift;
+    o[t] = hmul2_u32((x & 0x80008000u) | ((x >> 3) & 0x0E000E00u), s2);  // e2m1x2_to_f16x2_scaled<c % 4>
   }
-  uint4* dst = reinterpret_cast<uint4*>(p.out + l * p.out_batch_stride + m * p.out_row_stride +
-                                        static_cast<int64_t>(kb) * 128 + 8 * c);
-  *dst = make_uint4(o[0], o[1], o[2], o[3]);
+  ptx::stg128(p.out + l * p.out_batch_stride + m * p.out_row_stride + static_cast<int64_t>(kb) * 128 + 8 * c,
+              make_uint4(o[0], o[1], o[2], o[3]));
+}
+// This thread's chunks of row m of batch l: all loads first, then the decodes and stores.
+__device__ __forceinline__ void x_predecode_row_piece(const XPredecodeParams& p, int64_t m, int64_t l) {
+  XChunkInput in[kPredecodeUnroll];
+#pragma unroll
+  for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_load(p, m, l, predecode_chunk_index(u), in[u]);
+#pragma unroll
+  for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_store(p, m, l, predecode_chunk_index(u), in[u]);
 }
 
 // The stream-K flags of the GEMM that follows (CTA (0, 0) zeroes them).
