@@ -234,7 +234,8 @@ GEMM_GPU_MODE = [(128, 256, 256), (128, 1536, 7168), (128, 3072, 1536), (256, 71
                  (2304, 4608, 7168), (384, 7168, 2304), (512, 512, 7168), (512, 4096, 512), (512, 1536, 7168)]
 GEMM_ODD = [(1, 1000, 32, None), (7, 129, 96, 3), (129, 7, 32, None), (1000, 1, 96, 1), (1000, 129, 96, None),
             (129, 1000, 32, 3), (1, 1, 32, None), (1000, 300, 2080, 2),  # sm90a: pre-decoded tokens, M > 512
-            (1030, 136, 2080, 2), (2050, 1000, 4096, None)]  # sm90a: fused short chains + misaligned scales; M > 2048
+            (1030, 136, 2080, 2), (2050, 1000, 4096, None),  # sm90a: fused short chains + misaligned scales; M > 2048
+            (100, 3000, 4096, None)]  # sm90a: 24 tiles x 5 splits through global memory (clusters of 5 do not fit)
 
 
 def _gemm_case(dev, M, N, K, L, layout, rng, **kw):
