@@ -24,8 +24,7 @@
 //   mainloop_rs_predecoded.cuh   TMA producer (fp16 tokens) + RS-wgmma consumers
 //   x_predecode.cuh              token decode pass
 //   epilogue_cluster_reduce.cuh  split-K reduction over the cluster (DSMEM), alpha, stores
-//   tile_scheduler.cuh           tile / K-slice of each CTA (cluster split-K or stream-K)
-//   streamk_fixup.cuh            stream-K partial tiles through the workspace
+//   tile_scheduler.cuh           tile / K-slice of each CTA (cluster split-K)
 //   accumulator_promotion.cuh    wgmma chains promoted into an fp32 (round-to-nearest) sum
 //   fp4_decode.cuh, ptx.cuh      integer e2m1 decode, inline PTX
 // This file: the kernel that wires them, and the host launcher (tensor maps built
@@ -48,7 +47,6 @@
 #include "collective/gemm_params.cuh"
 #include "collective/mainloop_rs.cuh"
 #include "collective/mainloop_rs_predecoded.cuh"
-#include "collective/streamk_fixup.cuh"
 #include "collective/tile_scheduler.cuh"
 #include "collective/x_predecode.cuh"
 
@@ -75,9 +73,9 @@ static_assert(Epilogue::kTileW == Mainloop::kBlockW && Epilogue::kTileX == Mainl
 // P = promotion interval in K blocks (accumulator_promotion.cuh): the default, or 0 when
 // every CTA's K slice is at most kShortChainBlocks blocks (host: fused_kernel()).
 // With kPdlFused (on by default, gemm_params.cuh) the prologue runs before
-// griddepcontrol.wait (with kPdlFusedPrefetch, off, also L2 prefetches of the first
-// blocks: hints, measured slower); every real global load and store, and the alpha
-// read, come after it. launch_dependents is
+// griddepcontrol.wait (L2 prefetches of the first blocks there were measured slower:
+// gemm3, gemm4); every real global load and store, and the alpha read, come after it.
+// launch_dependents is
 // signalled right away: the next grid's CTAs may then take SMs as this grid's CTAs
 // leave (they wait for this grid before touching memory).
 template <int P>
@@ -96,7 +94,6 @@ __global__ void __launch_bounds__(Mainloop::kThreads, 1)
     Mainloop::init_barriers(s, p);
     ptx::tma_prefetch_desc(&tmap_w);
     ptx::tma_prefetch_desc(&tmap_x);
-    if (kPdlFused && kPdlFusedPrefetch) Mainloop::prefetch_l2(tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
   }
   __syncthreads();
   if (kPdlFused) {
@@ -150,77 +147,6 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   const TileWork work = cluster_splitk_work(p.splits, p.num_kb);
   const int64_t w0 = static_cast<int64_t>(work.tile_w) * MainloopPre::kBlockW;
   const int64_t x0 = static_cast<int64_t>(work.tile_x) * MainloopPre::kBlockX;
-  // Token multicast (kXMulticast): cluster = 2 x splits CTAs, weight tiles 2c (ranks
-  // 0..splits-1) and 2c+1 (ranks splits..2 splits-1); partner = same split of the other tile.
-  MainloopPre::XShare xs;
-  int rank_base = 0;
-  if (kXMulticast && p.x_multicast) {
-    xs.half = static_cast<uint32_t>(work.tile_w & 1);
-    rank_base = static_cast<int>(xs.half) * p.splits;
-    xs.peer = static_cast<uint32_t>((1 - static_cast<int>(xs.half)) * p.splits + work.split);
-    xs.mask = static_cast<uint16_t>((1u << (rank_base + work.split)) | (1u << xs.peer));
-  }
-
-  if (threadIdx.x == 0) {
-    MainloopPre::init_barriers(s, p);
-    ptx::tma_prefetch_desc(&tmap_w);
-    ptx::tma_prefetch_desc(&tmap_xh);
-  }
-  if (kXMulticast && p.x_multicast)
-    ptx::cluster_sync();  // the partner's barriers are initialized before any multicast or remote arrive
-  else
-    __syncthreads();
-
-  float* tile = reinterpret_cast<float*>(&s.ring[0]);
-  if (threadIdx.x < 128) {
-    ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
-    if (threadIdx.x < 32) {
-      const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
-      MainloopPre::run_producer(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count, xs);
-    }
-    ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
-  } else {
-    ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
-    float sum[64];
-    MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, sum, xs);
-    ptx::named_barrier_sync(1, MainloopPre::kThreads);
-    Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
-  }
-  // (every token tile this CTA receives was waited for by its consumers: no multicast
-  // write into the ring is pending when the tile overwrites it)
-  const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
-  Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha, rank_base);
-}
-
-// Pre-decoded path with stream-K (tile_scheduler.cuh): gridDim.x CTAs, all co-resident,
-// each over an equal share of the (tile, K block) space; partial tiles meet in the
-// workspace (streamk_fixup.cuh), whose flags the pre-decode pass zeroed (no PDL here:
-// the flags must be zero before any CTA publishes).
-struct StreamKArgs {
-  float4* partials;
-  int32_t* flags;
-  int32_t tiles, tiles_w, tiles_x;
-};
-
-__global__ void __launch_bounds__(MainloopPre::kThreads, 1)
-    nvfp4_sm90_gemm_streamk_kernel(const __grid_constant__ CUtensorMap tmap_w,
-                                   const __grid_constant__ CUtensorMap tmap_xh,
-                                   const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p,
-                                   const StreamKArgs sk) {
-  extern __shared__ uint8_t smem_raw[];
-  MainloopPre::SharedStorage& s = shared_storage<MainloopPre::SharedStorage>(smem_raw);
-
-  const StreamKWork work = streamk_work(sk.tiles, p.num_kb);
-  // Segment q (selects, no run-time array index: `work` stays in registers).
-  auto segment = [&](int q) { return q == 0 ? work.seg[0] : work.seg[1]; };
-  // Output tile of segment q: w0, x0, batch.
-  auto tile_origin = [&](int q, int64_t& w0, int64_t& x0, int32_t& l) {
-    const int32_t t = segment(q).tile;
-    w0 = static_cast<int64_t>(t % sk.tiles_w) * MainloopPre::kBlockW;
-    x0 = static_cast<int64_t>((t / sk.tiles_w) % sk.tiles_x) * MainloopPre::kBlockX;
-    l = t / (sk.tiles_w * sk.tiles_x);
-  };
-  const bool has_output = work.count > 0 && (work.count == 2 ? work.seg[1].finisher : work.seg[0].finisher);
 
   if (threadIdx.x == 0) {
     MainloopPre::init_barriers(s, p);
@@ -234,41 +160,18 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
     ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
     if (threadIdx.x < 32) {
       const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
-      MainloopPre::RingCursor rc;
-#pragma unroll 1
-      for (int q = 0; q < work.count; ++q) {
-        int64_t w0, x0;
-        int32_t l;
-        tile_origin(q, w0, x0, l);
-        const StreamKSegment sg = segment(q);
-        MainloopPre::run_producer<false>(s, tm, p, w0, x0, l, sg.kb_begin, sg.kb_count, rc);
-      }
+      MainloopPre::run_producer(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
     }
     ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
   } else {
     ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
-    const int ctid = threadIdx.x - 128;
-    MainloopPre::ConsumerState c = MainloopPre::init_consumer(s, p);
     float sum[64];
-#pragma unroll 1
-    for (int q = 0; q < work.count; ++q) {
-      const StreamKSegment sg = segment(q);
-      MainloopPre::run_segment(s, c, sg.kb_begin, sg.kb_count, sum);
-      if (!sg.finisher)
-        StreamKFixup::publish(sk.partials, sk.flags, static_cast<int32_t>(blockIdx.x), ctid, sum);
-      else
-        StreamKFixup::accumulate(sk.partials, sk.flags, work.helpers_begin, work.helpers_end, ctid, sum);
-    }
+    MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, sum);
     ptx::named_barrier_sync(1, MainloopPre::kThreads);
-    if (has_output) Epilogue::stage_fragment(tile, ctid, sum);
+    Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
   }
-  if (has_output) {
-    int64_t w0, x0;
-    int32_t l;
-    tile_origin(work.count == 2 ? 1 : 0, w0, x0, l);
-    const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
-    Epilogue::reduce_and_store(p, tile, 1, 0, w0, x0, l, alpha);
-  }
+  const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+  Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
 }
 
 // With kPdl this pass is itself launched after the preceding grid with programmatic
@@ -283,7 +186,6 @@ __global__ void __launch_bounds__(kPredecodeThreads) nvfp4_sm90_x_predecode_kern
     ptx::pdl_wait_primary();
   }
   ptx::pdl_launch_dependents();  // the GEMM may start its prologue and weight loads now
-  x_predecode_zero_flags(p);
   x_predecode_row_piece(p, m, l);
 }
 
@@ -385,49 +287,6 @@ XPredecodeParams predecode_params(const Fp4Operand& a, const ScaleOperand& sf, i
   return xp;
 }
 
-// Stream-K on the pre-decoded path (tile_scheduler.cuh) when cluster split-K would leave
-// more than 10% of the SMs idle (M = 128, N = 7168: 56 tiles x 2 = 112 of 132) and
-// every CTA still gets kStreamKMinBlocks K blocks. Off by default (NVFP4_SM90_STREAMK=1
-// turns it on): correct (H200: the check suite with it on every eligible shape, float64
-// comparisons, memcheck) but no faster: 128x7168x16384 ran 65.15 µs with 132 stream-K
-// CTAs vs 65.35 with 112 clustered ones, so that shape is not limited by the SM count
-// (see bench/NOTES.md).
-#ifndef NVFP4_SM90_STREAMK
-#define NVFP4_SM90_STREAMK 0
-#endif
-#ifndef NVFP4_SM90_STREAMK_MIN_BLOCKS
-#define NVFP4_SM90_STREAMK_MIN_BLOCKS 8
-#endif
-constexpr int64_t kStreamKMinBlocks = NVFP4_SM90_STREAMK_MIN_BLOCKS;
-int choose_splits(int64_t tiles, int32_t num_kb, int sm_count);
-
-// CTAs of the stream-K launch (one per SM), or 0 for cluster split-K.
-int streamk_ctas(const GemmProblem& p, int sm_count) {
-  if (NVFP4_SM90_STREAMK == 0 || predecode_bytes(p) == 0 || sm_count <= 0) return 0;
-  const int64_t tiles = ((p.N + 127) / 128) * ((p.M + 127) / 128) * p.L;
-  const int32_t num_kb = static_cast<int32_t>((p.K + 127) / 128);
-  if (tiles >= sm_count) return 0;  // also what keeps every CTA's range within two tiles
-  if (tiles * choose_splits(tiles, num_kb, sm_count) * 10 >= static_cast<int64_t>(sm_count) * 9) return 0;
-  if (tiles * num_kb < sm_count * kStreamKMinBlocks) return 0;
-  return sm_count;
-}
-
-// Workspace after the pre-decoded tokens: flags (int32 per CTA, 256-byte padded), then
-// one 64 KB fp32 partial tile per CTA.
-size_t streamk_flag_bytes(int ctas) { return (static_cast<size_t>(ctas) * 4 + 255) / 256 * 256; }
-size_t streamk_bytes(int ctas) {
-  return ctas > 0 ? streamk_flag_bytes(ctas) + static_cast<size_t>(ctas) * StreamKFixup::kSlotFloat4 * 16 : 0;
-}
-
-int device_sm_count(const Exec& exec) {
-  int n = exec.sm_count;
-  if (n <= 0 && cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, exec.device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    n = 0;
-  }
-  return n;
-}
-
 bool tma_compatible(const Fp4Operand& op, int64_t rows, int64_t L) {
   if (!aligned(op.data, 16) || op.row_stride % 16 != 0 || op.row_stride <= 0) return false;
   if (L > 1 && (op.batch_stride % 16 != 0 || op.batch_stride <= 0)) return false;
@@ -497,17 +356,6 @@ int choose_splits_fitting(const void* kernel, int kernel_id, size_t smem, int th
   return s;
 }
 
-// Token multicast on the pre-decoded path (kXMulticast, off: measured slower,
-// gemm_params.cuh): clusters of 2 x splits CTAs.
-// Taken only when the weight tiles pair up (even count), the cluster stays portable
-// (<= 8) and the pairs' clusters fit at once with the same split as without multicast
-// (otherwise fewer CTAs would run: no multicast).
-bool use_x_multicast(int64_t tiles_w, int64_t tiles, int splits, int device) {
-  if (!kXMulticast || tiles_w % 2 != 0 || 2 * splits > 8) return false;
-  return max_active_clusters(reinterpret_cast<const void*>(nvfp4_sm90_gemm_predecoded_kernel), 1, kSmemBytesPre,
-                             MainloopPre::kThreads, 2 * splits, device) >= tiles / 2;
-}
-
 using FusedKernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, GemmParams);
 constexpr FusedKernelFn kFusedPromoted = nvfp4_sm90_gemm_kernel<AccumulatorPromotion::kBlocks>;
 constexpr FusedKernelFn kFusedShortChain = nvfp4_sm90_gemm_kernel<0>;
@@ -565,7 +413,7 @@ GemmProblem token_gemv(const GemmProblem& p, int64_t m) {
 size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
   if (p.M <= kGemvMaxTokens) return 0;  // the GEMV route needs none
   const size_t pre = predecode_bytes(p);
-  return pre > 0 ? pre + streamk_bytes(streamk_ctas(p, device_sm_count(exec))) : 0;
+  return pre;
 }
 
 nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
@@ -600,7 +448,6 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   kp.num_kb = static_cast<int32_t>((p.K + Mainloop::kBlockK - 1) / Mainloop::kBlockK);
   int sm_count = exec.sm_count;
   if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
-  // (gemm_workspace sizes the stream-K part with the same count: device_sm_count)
   kp.sf_blocked = p.sfb.layout == NVFP4_SF_BLOCKED ? 1 : 0;
   CUtensorMap tmap_sfw = tmap_w, tmap_sfx = tmap_x;  // placeholders unless kScaleTma
   if (scales_bulk(p.sfa, p.K, p.L) && scales_bulk(p.sfb, p.K, p.L)) {
@@ -638,8 +485,6 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_predecoded_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kSmemBytesPre)));
-    NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_streamk_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmemBytesPre)));
     smem_attr_set.fetch_or(dev_bit, std::memory_order_acq_rel);
   }
   const int64_t tiles = tiles_w * tiles_x * p.L;
@@ -657,11 +502,10 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
                                                 exec.device)
                         : fused_splits;
 
-  kp.x_multicast = predecode && use_x_multicast(tiles_w, tiles, kp.splits, exec.device) ? 1 : 0;
 #ifdef NVFP4_SM90_DEBUG_PLAN
-  fprintf(stderr, "[sm90 plan] M=%lld N=%lld K=%lld pre=%d splits=%d fused_splits=%d short=%d x_multicast=%d\n",
+  fprintf(stderr, "[sm90 plan] M=%lld N=%lld K=%lld pre=%d splits=%d fused_splits=%d short=%d\n",
           static_cast<long long>(p.M), static_cast<long long>(p.N), static_cast<long long>(p.K), predecode ? 1 : 0,
-          kp.splits, fused_splits, fused_short ? 1 : 0, kp.x_multicast);
+          kp.splits, fused_splits, fused_short ? 1 : 0);
 #endif
 
   cudaLaunchConfig_t cfg = {};
@@ -673,7 +517,7 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   // [0] cluster shape, [1] programmatic dependent launch (kPdl: see the kernels)
   cudaLaunchAttribute attr[2] = {};
   attr[0].id = cudaLaunchAttributeClusterDimension;
-  attr[0].val.clusterDim.x = static_cast<unsigned>(kp.x_multicast ? 2 * kp.splits : kp.splits);
+  attr[0].val.clusterDim.x = static_cast<unsigned>(kp.splits);
   attr[0].val.clusterDim.y = 1;
   attr[0].val.clusterDim.z = 1;
   attr[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
@@ -691,14 +535,8 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     kp.x_box_rows = p.M < 128 ? static_cast<int32_t>((p.M + 7) / 8 * 8) : 128;
     if (!encode_xh_map(&tmap_xh, exec.workspace, p.M, kpad, p.L, static_cast<uint32_t>(kp.x_box_rows)))
       return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: cuTensorMapEncodeTiled rejected the workspace");
-    XPredecodeParams xp = predecode_params(p.a, p.sfa, p.M, p.K, p.L, kp.num_kb, exec.workspace, kpad);
+    const XPredecodeParams xp = predecode_params(p.a, p.sfa, p.M, p.K, p.L, kp.num_kb, exec.workspace, kpad);
     cfg.numAttrs = kPdl ? 2 : 1;  // the pre-decoded GEMM after the pass
-    // stream-K: its flags are zeroed by this pass (the GEMM then runs strictly after it)
-    const int sk_ctas = streamk_ctas(p, sm_count);
-    const bool streamk = sk_ctas > 0 && exec.workspace_bytes >= ws_need + streamk_bytes(sk_ctas);
-    uint8_t* const sk_base = static_cast<uint8_t*>(exec.workspace) + ws_need;
-    xp.zero_flags = streamk ? reinterpret_cast<int32_t*>(sk_base) : nullptr;
-    xp.num_flags = streamk ? sk_ctas : 0;
     cudaLaunchConfig_t pre_cfg = {};
     pre_cfg.gridDim = dim3(static_cast<unsigned>(p.M), static_cast<unsigned>(predecode_pieces(kp.num_kb)),
                            static_cast<unsigned>(p.L));
@@ -708,22 +546,6 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     pre_cfg.numAttrs = kPdl ? 1 : 0;
     NVFP4_CUDA_TRY(cudaLaunchKernelEx(&pre_cfg, nvfp4_sm90_x_predecode_kernel, xp));
     NVFP4_CHECK_LAUNCH();
-    if (streamk) {
-      StreamKArgs sk{};
-      sk.flags = reinterpret_cast<int32_t*>(sk_base);
-      sk.partials = reinterpret_cast<float4*>(sk_base + streamk_flag_bytes(sk_ctas));
-      sk.tiles = static_cast<int32_t>(tiles_w * tiles_x * p.L);
-      sk.tiles_w = static_cast<int32_t>(tiles_w);
-      sk.tiles_x = static_cast<int32_t>(tiles_x);
-      kp.splits = 1;
-      kp.x_multicast = 0;
-      cfg.gridDim = dim3(static_cast<unsigned>(sk_ctas), 1, 1);
-      attr[0].val.clusterDim.x = 1;
-      cfg.numAttrs = 1;  // no PDL: the flags the pass zeroed must be zero before any CTA publishes
-      NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_streamk_kernel, tmap_w, tmap_xh, tmap_sfw, kp, sk));
-      NVFP4_CHECK_LAUNCH();
-      return NVFP4_SUCCESS;
-    }
     NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_predecoded_kernel, tmap_w, tmap_xh, tmap_sfw, kp));
     NVFP4_CHECK_LAUNCH();
     return NVFP4_SUCCESS;

@@ -85,15 +85,14 @@ struct EpilogueClusterReduce {
   }
 
   // All threads of the CTA. `tile` = this CTA's staged fp32 tile (already written and
-  // visible CTA-wide). The S tiles are in cluster ranks rank_base .. rank_base + S - 1
-  // (rank_base > 0: token multicast pairs two split-K groups in one cluster). The result is (acc * 2^28) * alpha: 2^28 undoes the decode's
-  // 2^-14 per operand.
+  // visible CTA-wide). The S tiles are in cluster ranks 0 .. S - 1. The result is
+  // (acc * 2^28) * alpha: 2^28 undoes the decode's 2^-14 per operand.
   static __device__ __forceinline__ void reduce_and_store(const GemmParams& p, const float* tile, int splits,
                                                           int rank, int64_t w0, int64_t x0, int32_t l,
-                                                          float alpha, int rank_base = 0) {
-    // A lone CTA (splits == 1, no multicast partner: the large-M case) needs no cluster
-    // barrier (each compiles to a GPU-scope MEMBAR) and reads its tile from its own smem.
-    const bool solo = splits == 1 && rank_base == 0 && p.x_multicast == 0;
+                                                          float alpha) {
+    // A lone CTA (splits == 1: the large-M case) needs no cluster barrier (each compiles
+    // to a GPU-scope MEMBAR) and reads its tile from its own smem.
+    const bool solo = splits == 1;
     if (solo)
       __syncthreads();
     else
@@ -120,7 +119,7 @@ struct EpilogueClusterReduce {
             const uint4 u = ptx::lds128(tile_addr + off);
             f = make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w));
           } else {
-            f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(rank_base + q)));
+            f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
           }
           v[0] += f.x; v[1] += f.y; v[2] += f.z; v[3] += f.w;
         }

@@ -16,32 +16,15 @@
 // griddepcontrol.wait (gemm.cu). kPdlFused (default on since gemm4): the same for the
 // fused GEMM (barrier init + descriptor prefetch before the wait). Measured (H200, same
 // run each): PDL on the pre path -0.7..-1.2 µs (gemm3); on the fused path with L2
-// prefetches of the first <= 8 blocks before the wait (kPdlFusedPrefetch) -0.3..+0.9 µs
-// on the 128-token shapes and +6 µs on 4096^3 (gemm3), without them -0.9 µs on
-// 128x7168x2048 (15.75 -> 14.83) and +0.1% on 4096^3 (gemm4).
+// prefetches of the first <= 8 blocks before the wait -0.3..+0.9 µs on the 128-token
+// shapes and +6 µs on 4096^3 (gemm3; that option was removed in session 4), without them
+// -0.9 µs on 128x7168x2048 (15.75 -> 14.83) and +0.1% on 4096^3 (gemm4).
 #ifndef NVFP4_SM90_PDL
 #define NVFP4_SM90_PDL 1
 #endif
 #ifndef NVFP4_SM90_PDL_FUSED
 #define NVFP4_SM90_PDL_FUSED 1
 #endif
-
-// kPdlFusedPrefetch (default off): with kPdlFused, thread 0 also issues L2 prefetches of
-// the first blocks before the wait (gemm3's variant, slower: above).
-#ifndef NVFP4_SM90_PDL_FUSED_PREFETCH
-#define NVFP4_SM90_PDL_FUSED_PREFETCH 0
-#endif
-// Token-tile multicast on the pre-decoded path (gemm4): the CTAs of two neighbouring
-// weight tiles with the same K slice form one cluster (2 x splits CTAs) and each loads
-// one of the two 64-K atoms of the fp16 token tile, multicast to both (halves the L2 ->
-// SM token traffic, 4x the weight bytes per block at M = 128). Host side: gemm.cu.
-// Off: correct (H200, gemm4: float64 check of every output on 9 pre-path shapes, PDL
-// hazard test, memcheck) but much slower: 128x7168x16384 89.6 vs 64.5 µs, 128x4096x7168
-// 32.5 vs 26.5 µs (the pre path is not L2-bandwidth bound; the pair advances in lock step).
-#ifndef NVFP4_SM90_X_MULTICAST
-#define NVFP4_SM90_X_MULTICAST 0
-#endif
-
 // Consumer-loop changes (gemm5; both mainloops), on: together -0.9..-1.5% on the three
 // gpu-mode shapes (H200, same call; float64 reference over every output on 9 shapes):
 // kDescIncrement: the 8 wgmma B descriptors of a block are the first one plus a constant
@@ -67,8 +50,6 @@ namespace nvfp4::sm90 {
 constexpr bool kDescIncrement = NVFP4_SM90_DESC_INCREMENT != 0;
 constexpr bool kEarlyWLoad = NVFP4_SM90_EARLY_W_LOAD != 0;
 constexpr bool kHoistOffsets = NVFP4_SM90_HOIST_OFFSETS != 0;
-constexpr bool kPdlFusedPrefetch = NVFP4_SM90_PDL_FUSED_PREFETCH != 0;
-constexpr bool kXMulticast = NVFP4_SM90_X_MULTICAST != 0;
 constexpr bool kPdl = NVFP4_SM90_PDL != 0;
 constexpr bool kPdlFused = NVFP4_SM90_PDL_FUSED != 0;
 
@@ -96,7 +77,6 @@ struct GemmParams {
   int32_t splits;        // CTAs per cluster sharing one output tile (split-K)
   int32_t sf_blocked;    // 1: blocked 128x4 scale layout, 0: linear
   int32_t sf_mode;       // ScaleLoad: how the producer fetches the block scales
-  int32_t x_multicast;   // pre-decoded path with kXMulticast: 1 = clusters of 2 x splits CTAs
   int32_t x_box_rows;    // pre-decoded path: token rows per TMA box (128, or M rounded up to 8 if less)
   ScaleSrc sf_w, sf_x;
   float alpha;

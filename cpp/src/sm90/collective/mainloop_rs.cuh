@@ -199,34 +199,6 @@ struct MainloopRS {
       ptx::mbar_arrive(&s.full[stage]);
   }
 
-  // L2 prefetch of the first blocks' tiles and scales, by one thread before the kernel's
-  // griddepcontrol.wait (programmatic dependent launch, gemm.cu): the DRAM latency of
-  // the first loads then overlaps the tail of the preceding grid. Hints only (ptx.cuh);
-  // cp.async / plain-load scale modes are not prefetched.
-  static constexpr int kPrefetchBlocks = 8;
-  static __device__ __forceinline__ void prefetch_l2(const TmaDescs& tm, const GemmParams& p, int64_t w0,
-                                                     int64_t x0, int32_t l, int32_t kb0, int32_t nkb) {
-    const int n = nkb < kPrefetchBlocks ? nkb : kPrefetchBlocks;
-#pragma unroll 1
-    for (int i = 0; i < n; ++i) {
-      const int32_t kb = kb0 + i;
-      ptx::tma_prefetch_l2_3d(tm.w, kb * kPackedRow, static_cast<int32_t>(w0), l);
-      ptx::tma_prefetch_l2_3d(tm.x, kb * kPackedRow, static_cast<int32_t>(x0), l);
-      if (p.sf_mode == kScaleBulk) {
-        const int64_t tiles_k = p.K / 64;
-        ptx::bulk_prefetch_l2(p.sf_w.data + static_cast<int64_t>(l) * p.sf_w.batch_stride +
-                                  ((w0 / 128) * tiles_k + 2 * static_cast<int64_t>(kb)) * 512,
-                              1024u);
-        ptx::bulk_prefetch_l2(p.sf_x.data + static_cast<int64_t>(l) * p.sf_x.batch_stride +
-                                  ((x0 / 128) * tiles_k + 2 * static_cast<int64_t>(kb)) * 512,
-                              1024u);
-      } else if (p.sf_mode == kScaleTma && (i == 0 || (kb & 1) == 0)) {
-        ptx::tma_prefetch_l2_3d(tm.sfw, (kb >> 1) * kSfTmaCols, static_cast<int32_t>(w0), l);
-        ptx::tma_prefetch_l2_3d(tm.sfx, (kb >> 1) * kSfTmaCols, static_cast<int32_t>(x0), l);
-      }
-    }
-  }
-
   // ---- transform warpgroups: producer + activation decode ----------------------------
   // Thread (r, h): token row r of the tile, K half h (words 2h, 2h+1 of each 16-byte
   // chunk t -> logical chunks 8h..8h+7 = decoded atom h).

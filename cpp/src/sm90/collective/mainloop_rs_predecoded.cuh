@@ -13,21 +13,13 @@
 //        blocks into a round-to-nearest fp32 sum (accumulator_promotion.cuh).
 // A ring stage is released when the wgmma that read its token tile has completed.
 // run_producer / run_segment continue the ring across calls, so one CTA can compute
-// several K ranges of different tiles in turn (stream-K, tile_scheduler.cuh).
+// several K ranges of different tiles in turn (a persistent or stream-K scheduler; the
+// stream-K kernel built on this was measured slower and removed: bench/NOTES.md gemm10, gemm14).
 //
 // Two fragment sets, not three: with three (two groups in flight while decoding) ptxas
 // gave two of the sets the same physical registers, so a decode overwrote the A
 // operand of a wgmma still in flight (wrong results from the third K block on; the
 // register fences below only pin virtual registers). Measured gain of 3 sets: none.
-//
-// Token multicast (kXMulticast, gemm_params.cuh; p.x_multicast): the CTA pairs with the
-// CTA of the neighbouring weight tile and the same K slice (XShare); each loads one
-// 64-K atom of every token tile, multicast into both CTAs' stage (same smem offset;
-// each full barrier still expects the whole tile's bytes, possibly counted before its
-// own arrive.expect_tx: tx-counts may go negative inside a phase). A stage is then
-// written by both producers, so each consumer lane releases it in both CTAs (empty
-// barriers count 256 local + 256 remote lanes) and a producer refills only when both
-// CTAs' consumers are done with it. Both CTAs run the same number of blocks.
 //
 // Programmatic dependent launch (kPdl, gemm_params.cuh; on by default since gemm3): the
 // kernel is launched with programmatic stream serialization after the pre-decode pass
@@ -50,13 +42,6 @@
 #include "ptx.cuh"
 
 namespace nvfp4::sm90 {
-
-// Token multicast partner (kXMulticast); mask == 0: none, this CTA loads both atoms.
-struct XTileShare {
-  uint16_t mask = 0;  // cluster ranks of this CTA and its partner
-  uint32_t half = 0;  // the atom this CTA loads
-  uint32_t peer = 0;  // partner's cluster rank
-};
 
 struct MainloopRSPredecoded {
   static constexpr int kBlockW = 128;
@@ -98,16 +83,11 @@ struct MainloopRSPredecoded {
     const void* sfw;  // kScaleTma only
   };
 
-  using XShare = XTileShare;
-
-  // Token tile of global K block kb into `st` (both atoms, or this CTA's atom to both CTAs).
+  // Token tile of global K block kb into `st` (two 64-K atoms). (A variant that paired the
+  // CTAs of neighbouring weight tiles in a cluster, each multicasting one atom to both, was
+  // correct but 23-39% slower: the pair advances in lock step; bench/NOTES.md gemm4.)
   static __device__ __forceinline__ void load_x(Stage& st, const TmaDescs& tm, uint64_t* bar, int32_t kb,
-                                                int64_t x0, int32_t l, const XShare& xs) {
-    if (kXMulticast && xs.mask != 0) {
-      ptx::tma_load_3d_multicast(st.x[xs.half], tm.xh, bar, kb * kBlockK + 64 * static_cast<int32_t>(xs.half),
-                                 static_cast<int32_t>(x0), l, xs.mask);
-      return;
-    }
+                                                int64_t x0, int32_t l) {
     ptx::tma_load_3d(st.x[0], tm.xh, bar, kb * kBlockK, static_cast<int32_t>(x0), l);
     ptx::tma_load_3d(st.x[1], tm.xh, bar, kb * kBlockK + 64, static_cast<int32_t>(x0), l);
   }
@@ -116,12 +96,12 @@ struct MainloopRSPredecoded {
     const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
     for (int i = 0; i < kStages; ++i) {
       ptx::mbar_init(&s.full[i], tx_only ? 1 : 1 + 32);
-      ptx::mbar_init(&s.empty[i], (kXMulticast && p.x_multicast ? 16 : 8) * kReleaseLanes);  // consumer lanes (+ partner's)
+      ptx::mbar_init(&s.empty[i], 8 * kReleaseLanes);  // consumer lanes
     }
     ptx::mbar_init_fence();
   }
 
-  // Ring position of the producer across the segments of a stream-K CTA.
+  // Ring position of the producer across the K segments a CTA computes in turn.
   struct RingCursor {
     int stage = 0, phase = 0;
     int iter = 0;  // blocks produced so far
@@ -132,16 +112,15 @@ struct MainloopRSPredecoded {
   // still runs: the first kStages blocks get their weights and scales first, and the
   // fp16 token tiles (the pass's output) only after griddepcontrol.wait.
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
-                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
-                                                      const XShare& xs = XShare{}) {
+                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb) {
     RingCursor rc;
-    run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc, xs);
+    run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc);
   }
-  // kEarly = false: no deferred token tiles (a kernel launched without PDL: stream-K).
+  // kEarly = false: no deferred token tiles (for a kernel launched without PDL).
   template <bool kEarly = kPdl>
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
-                                                      RingCursor& rc, const XShare& xs = XShare{}) {
+                                                      RingCursor& rc) {
     const int lane = threadIdx.x & 31;
     const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
     const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : p.sf_mode == kScaleTma ? 128u * kSfTmaCols : 0u;
@@ -155,7 +134,7 @@ struct MainloopRSPredecoded {
         // token tiles of the first blocks, once the pre-decode pass is done
         ptx::pdl_wait_primary();
         if (lane == 0)
-          for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, l, xs);
+          for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, l);
       }
       if (rc.iter + i >= kStages) ptx::mbar_wait(&s.empty[stage], phase ^ 1);
       Stage& st = s.ring[stage];
@@ -163,7 +142,7 @@ struct MainloopRSPredecoded {
       if (lane == 0) {
         ptx::mbar_arrive_expect_tx(bar, tx);
         ptx::tma_load_3d(st.w, tm.w, bar, kb * kPackedRow, static_cast<int32_t>(w0), l);
-        if (i >= early) load_x(st, tm, bar, kb, x0, l, xs);
+        if (i >= early) load_x(st, tm, bar, kb, x0, l);
         if (p.sf_mode == kScaleBulk) {
           const int64_t tiles_k = p.K / 64;
           const uint8_t* gw = p.sf_w.data + static_cast<int64_t>(l) * p.sf_w.batch_stride +
@@ -188,19 +167,17 @@ struct MainloopRSPredecoded {
     if (nkb == early && nkb > 0) {
       ptx::pdl_wait_primary();
       if (lane == 0)
-        for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, l, xs);
+        for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, l);
     }
   }
 
   struct ConsumerState : MainloopRS::WCursor {
-    int mstage;            // ring position of the next wgmma
-    uint32_t peer_empty0;  // kXMulticast: cluster address of the partner's empty[0] (0: none)
+    int mstage;  // ring position of the next wgmma
   };
 
-  // Releases ring stage rs (every consumer lane): here, and at the partner's.
-  static __device__ __forceinline__ void release_stage(SharedStorage& s, const ConsumerState& c, int rs) {
+  // Releases ring stage rs (every consumer lane).
+  static __device__ __forceinline__ void release_stage(SharedStorage& s, const ConsumerState&, int rs) {
     ptx::mbar_arrive(&s.empty[rs]);
-    if (kXMulticast && c.peer_empty0 != 0) ptx::mbar_arrive_remote(c.peer_empty0 + 8u * static_cast<uint32_t>(rs));
   }
 
   // Reads the next ring block's weight bytes and scales (the stage is released once the
@@ -261,14 +238,13 @@ struct MainloopRSPredecoded {
     MainloopRS::init_cursor<Stage>(c, threadIdx.x - 128, p, ptx::smem_u32(&s.ring[0]));
     c.kb = 0;
     c.stage = 0; c.sphase = 0; c.mstage = 0;
-    c.peer_empty0 = 0;
     return c;
   }
 
   // Local blocks 0..nkb-1 (global K blocks kb0..) of one output tile, continuing at the
   // ring position in `c`; out = this thread's 64x128 fp32 fragment of that K range. The
-  // ring stage of the last block is released at the end (a stream-K CTA goes on with
-  // its next segment).
+  // ring stage of the last block is released at the end (a CTA may go on with another
+  // segment).
   static __device__ __forceinline__ void run_segment(SharedStorage& s, ConsumerState& c, int32_t kb0, int32_t nkb,
                                                      float (&out)[64]) {
     c.kb = kb0;
@@ -300,9 +276,8 @@ struct MainloopRSPredecoded {
   }
 
   static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
-                                                      int32_t nkb, float (&out)[64], const XShare& xs = XShare{}) {
+                                                      int32_t nkb, float (&out)[64]) {
     ConsumerState c = init_consumer(s, p);
-    if (kXMulticast && xs.mask != 0) c.peer_empty0 = ptx::map_to_rank(ptx::smem_u32(&s.empty[0]), xs.peer);
     run_segment(s, c, kb0, nkb, out);
   }
 };

@@ -30,8 +30,6 @@ struct XPredecodeParams {
   int32_t num_kb;
   uint16_t* out;                          // fp16 bits
   int64_t out_row_stride, out_batch_stride;  // elements
-  int32_t* zero_flags;                     // stream-K flags of the GEMM that follows (or null)
-  int32_t num_flags;
 };
 
 // Grid: one CTA of kPredecodeThreads per (row, piece of kPredecodeUnroll x
@@ -114,12 +112,6 @@ __device__ __forceinline__ void x_predecode_row_piece(const XPredecodeParams& p,
   for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_load(p, m, l, predecode_chunk_index(u), in[u]);
 #pragma unroll
   for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_store(p, m, l, predecode_chunk_index(u), in[u]);
-}
-
-// The stream-K flags of the GEMM that follows (CTA (0, 0) zeroes them).
-__device__ __forceinline__ void x_predecode_zero_flags(const XPredecodeParams& p) {
-  if (blockIdx.x != 0 || blockIdx.y != 0 || blockIdx.z != 0) return;
-  for (int i = threadIdx.x; i < p.num_flags; i += blockDim.x) p.zero_flags[i] = 0;
 }
 
 }  // namespace nvfp4::sm90
