@@ -179,14 +179,14 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
 // lets the GEMM start (the GEMM loads weights before its own wait, which is safe only
 // once every grid before this pass has completed).
 __global__ void __launch_bounds__(kPredecodeThreads) nvfp4_sm90_x_predecode_kernel(const XPredecodeParams p) {
-  const int64_t m = blockIdx.x, l = blockIdx.z;
+  const XPredecodeRow row = predecode_row(p, blockIdx.x, blockIdx.z);
   if (kPdl) {
 #pragma unroll
-    for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_prefetch(p, m, l, predecode_chunk_index(u));
+    for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_prefetch(p, row, predecode_chunk_index(u));
     ptx::pdl_wait_primary();
   }
   ptx::pdl_launch_dependents();  // the GEMM may start its prologue and weight loads now
-  x_predecode_row_piece(p, m, l);
+  x_predecode_row_piece(p, row);
 }
 
 PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
@@ -277,6 +277,7 @@ XPredecodeParams predecode_params(const Fp4Operand& a, const ScaleOperand& sf, i
   xp.sf_row_stride = sf.row_stride;
   xp.sf_batch_stride = sf.batch_stride;
   xp.sf_blocked = sf.layout == NVFP4_SF_BLOCKED ? 1 : 0;
+  xp.sf_words = xp.sf_blocked && aligned(sf.data, 4) && (L == 1 || sf.batch_stride % 4 == 0) ? 1 : 0;
   xp.M = rows;
   xp.K = K;
   xp.L = static_cast<int32_t>(L);

@@ -25,6 +25,7 @@ struct XPredecodeParams {
   const uint8_t* sf;
   int64_t sf_row_stride, sf_batch_stride;
   int32_t sf_blocked;
+  int32_t sf_words;  // blocked and 4-byte aligned (base and batch stride): 32-bit scale loads
   int64_t M, K;
   int32_t L;
   int32_t num_kb;
@@ -56,40 +57,78 @@ __device__ __forceinline__ int32_t predecode_chunk_index(int u) {
          static_cast<int32_t>(threadIdx.x);
 }
 
-// L2 prefetch of the packed 64 bytes of this thread's 128-K block (its chunk 0 thread),
-// issued before griddepcontrol.wait (a hint, see ptx.cuh).
-__device__ __forceinline__ void x_predecode_prefetch(const XPredecodeParams& p, int64_t m, int64_t l, int32_t ci) {
-  const int32_t kb = ci / kChunksPerBlock;
-  if ((ci % kChunksPerBlock) != 0 || kb >= p.num_kb) return;
-  ptx::prefetch_l2(p.a + l * p.a_batch_stride + m * p.a_row_stride + kb * 64);
+// Row m of batch l (uniform over a CTA), computed once per thread.
+struct XPredecodeRow {
+  const uint8_t* a;   // packed row
+  const uint8_t* sf;  // linear: the row's first scale; blocked: its byte in K tile 0 (tile j at +512 j)
+  uint16_t* out;      // fp16 row
+  int64_t bytes;      // K / 2
+  int32_t kcols;      // K / 16 (even: K is a multiple of 32)
+};
+__device__ __forceinline__ XPredecodeRow predecode_row(const XPredecodeParams& p, int64_t m, int64_t l) {
+  XPredecodeRow r;
+  r.a = p.a + l * p.a_batch_stride + m * p.a_row_stride;
+  const uint8_t* sfb = p.sf + l * p.sf_batch_stride;
+  if (p.sf_blocked) {
+    const int64_t tiles_k = (p.K / 16 + 3) / 4;  // blocked_sf_offset (formats.h), with column 0
+    r.sf = sfb + (m / 128) * tiles_k * 512 + (m % 32) * 16 + ((m % 128) / 32) * 4;
+  } else {
+    r.sf = sfb + m * p.sf_row_stride;
+  }
+  r.out = p.out + l * p.out_batch_stride + m * p.out_row_stride;
+  r.bytes = p.K / 2;
+  r.kcols = static_cast<int32_t>(p.K / 16);
+  return r;
 }
 
-// Output chunk ci (0 .. num_kb * 16) of row m of batch l: logical chunk c = ci % 16 of
-// K block kb = ci / 16 is pair P = c % 4 of word 2h + wl (h = c / 8, wl = (c / 4) % 2) of
-// the four 16-byte chunks t of the block's packed row, scaled by physical block 2t + h
+// L2 prefetch of the packed 64 bytes of this thread's 128-K block (its chunk 0 thread),
+// issued before griddepcontrol.wait (a hint, see ptx.cuh).
+__device__ __forceinline__ void x_predecode_prefetch(const XPredecodeParams& p, const XPredecodeRow& r, int32_t ci) {
+  const int32_t kb = ci / kChunksPerBlock;
+  if ((ci % kChunksPerBlock) != 0 || kb >= p.num_kb) return;
+  ptx::prefetch_l2(r.a + static_cast<int64_t>(kb) * 64);
+}
+
+// Output chunk ci (0 .. num_kb * 16) of a row: logical chunk c = ci % 16 of K block
+// kb = ci / 16 is pair P = c % 4 of word 2h + wl (h = c / 8, wl = (c / 4) % 2) of the four
+// 16-byte chunks t of the block's packed row, scaled by physical block 2t + h
 // (fp4_decode.cuh: decode_x_half writes the same 8 chunks per half block).
+// (The pass was instruction-bound with a blocked_sf_offset per scale byte: session 4.)
 struct XChunkInput {
   uint32_t q[4];   // word 2h + wl of packed chunk t (0 past K)
   uint32_t sf[4];  // e4m3 byte of physical block 2t + h (0 past K)
 };
-__device__ __forceinline__ void x_predecode_load(const XPredecodeParams& p, int64_t m, int64_t l, int32_t ci,
+__device__ __forceinline__ void x_predecode_load(const XPredecodeParams& p, const XPredecodeRow& r, int32_t ci,
                                                  XChunkInput& in) {
   const int32_t kb = ci / kChunksPerBlock;
   const uint32_t c = static_cast<uint32_t>(ci % kChunksPerBlock);
   const uint32_t h = c >> 3, word = 2 * h + ((c >> 2) & 1u);
-  const uint8_t* src = p.a + l * p.a_batch_stride + m * p.a_row_stride + static_cast<int64_t>(kb) * 64 + 4 * word;
-  const int64_t bytes_left = p.K / 2 - static_cast<int64_t>(kb) * 64;  // multiple of 16 (<= 0: no block)
-  const uint8_t* sfb = p.sf + l * p.sf_batch_stride;
-  const int64_t kcols = p.K / 16;
+  const uint8_t* src = r.a + static_cast<int64_t>(kb) * 64 + 4 * word;
+  const int64_t bytes_left = r.bytes - static_cast<int64_t>(kb) * 64;  // multiple of 16 (<= 0: no block)
 #pragma unroll
-  for (int t = 0; t < 4; ++t) {
+  for (int t = 0; t < 4; ++t)
     in.q[t] = t * 16 < bytes_left ? __ldg(reinterpret_cast<const uint32_t*>(src + t * 16)) : 0u;
-    const int64_t col = static_cast<int64_t>(kb) * 8 + 2 * t + h;
-    in.sf[t] = col < kcols ? __ldg(sfb + (p.sf_blocked ? blocked_sf_offset(m, col, p.K) : m * p.sf_row_stride + col))
-                           : 0u;
+  // scale columns 8kb + 2t + h; kcols is even, so column 8kb + 2t + h exists iff 8kb + 2t does
+  const int32_t cols_left = r.kcols - kb * 8;
+  if (p.sf_blocked && p.sf_words) {
+    // blocked: columns 8kb..8kb+3 are one 32-bit word of K tile 2kb, 8kb+4.. of tile 2kb+1
+    const uint8_t* t0 = r.sf + static_cast<int64_t>(2 * kb) * 512;
+    const uint32_t w0 = cols_left > 0 ? __ldg(reinterpret_cast<const uint32_t*>(t0)) : 0u;
+    const uint32_t w1 = cols_left > 4 ? __ldg(reinterpret_cast<const uint32_t*>(t0 + 512)) : 0u;
+    in.sf[0] = (w0 >> (8 * h)) & 0xFFu;
+    in.sf[1] = cols_left > 2 ? (w0 >> (16 + 8 * h)) & 0xFFu : 0u;
+    in.sf[2] = (w1 >> (8 * h)) & 0xFFu;
+    in.sf[3] = cols_left > 6 ? (w1 >> (16 + 8 * h)) & 0xFFu : 0u;
+  } else {
+#pragma unroll
+    for (int t = 0; t < 4; ++t) {
+      const int32_t col = kb * 8 + 2 * t + static_cast<int32_t>(h);
+      const int64_t off = p.sf_blocked ? static_cast<int64_t>(col / 4) * 512 + (col % 4) : col;
+      in.sf[t] = 2 * t < cols_left ? static_cast<uint32_t>(__ldg(r.sf + off)) : 0u;
+    }
   }
 }
-__device__ __forceinline__ void x_predecode_store(const XPredecodeParams& p, int64_t m, int64_t l, int32_t ci,
+__device__ __forceinline__ void x_predecode_store(const XPredecodeParams& p, const XPredecodeRow& r, int32_t ci,
                                                   const XChunkInput& in) {
   const int32_t kb = ci / kChunksPerBlock;
   if (kb >= p.num_kb) return;
@@ -102,16 +141,15 @@ __device__ __forceinline__ void x_predecode_store(const XPredecodeParams& p, int
     const uint32_t x = in.q[t] << shift;
     o[t] = hmul2_u32((x & 0x80008000u) | ((x >> 3) & 0x0E000E00u), s2);  // e2m1x2_to_f16x2_scaled<c % 4>
   }
-  ptx::stg128(p.out + l * p.out_batch_stride + m * p.out_row_stride + static_cast<int64_t>(kb) * 128 + 8 * c,
-              make_uint4(o[0], o[1], o[2], o[3]));
+  ptx::stg128(r.out + static_cast<int64_t>(kb) * 128 + 8 * c, make_uint4(o[0], o[1], o[2], o[3]));
 }
 // This thread's chunks of row m of batch l: all loads first, then the decodes and stores.
-__device__ __forceinline__ void x_predecode_row_piece(const XPredecodeParams& p, int64_t m, int64_t l) {
+__device__ __forceinline__ void x_predecode_row_piece(const XPredecodeParams& p, const XPredecodeRow& r) {
   XChunkInput in[kPredecodeUnroll];
 #pragma unroll
-  for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_load(p, m, l, predecode_chunk_index(u), in[u]);
+  for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_load(p, r, predecode_chunk_index(u), in[u]);
 #pragma unroll
-  for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_store(p, m, l, predecode_chunk_index(u), in[u]);
+  for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_store(p, r, predecode_chunk_index(u), in[u]);
 }
 
 }  // namespace nvfp4::sm90
