@@ -235,7 +235,8 @@ GEMM_GPU_MODE = [(128, 256, 256), (128, 1536, 7168), (128, 3072, 1536), (256, 71
 GEMM_ODD = [(1, 1000, 32, None), (7, 129, 96, 3), (129, 7, 32, None), (1000, 1, 96, 1), (1000, 129, 96, None),
             (129, 1000, 32, 3), (1, 1, 32, None), (1000, 300, 2080, 2),  # sm90a: pre-decoded tokens, M > 512
             (1030, 136, 2080, 2), (2050, 1000, 4096, None),  # sm90a: fused short chains + misaligned scales; M > 2048
-            (100, 3000, 4096, None)]  # sm90a: 24 tiles x 5 splits through global memory (clusters of 5 do not fit)
+            (100, 3000, 4096, None),  # sm90a: fused, 24 tiles x 4-CTA clusters
+            (1030, 2000, 2080, 2)]  # sm90a: persistent pre-decoded kernel (288 tiles), M/N/K tails
 
 
 def _gemm_case(dev, M, N, K, L, layout, rng, **kw):
@@ -275,7 +276,7 @@ def test_gemm_few_tokens(dev, M, N, K, L, layout, backend, rng):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
 @pytest.mark.parametrize("M,N,K,L", [(128, 1536, 7168, 1), (129, 1000, 96, 3), (512, 512, 512, None),
-                                     (1100, 260, 2048, 2)])
+                                     (1100, 2100, 2048, 2)])
 def test_gemm_out_dtypes(dev, M, N, K, L, out_dtype, backend, rng):
     if out_dtype == "bfloat16" and dev.name != "torch":
         pytest.skip("bfloat16 device arrays need PyTorch")

@@ -174,6 +174,61 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
 }
 
+// Persistent variant of the pre-decoded kernel for one CTA per tile (splits == 1: large
+// M): gridDim.x <= SMs CTAs walk the tiles t = blockIdx.x, blockIdx.x + gridDim.x, ...
+// (weight tile fastest, as the non-persistent grid). The ring continues across tiles
+// (run_producer / run_segment), so the producer loads the next tile while the consumers
+// store the previous one straight from registers (store_fragment): no per-tile launch,
+// prologue, first-load wait or shared-memory epilogue.
+__global__ void __launch_bounds__(MainloopPre::kThreads, 1)
+    nvfp4_sm90_gemm_persistent_kernel(const __grid_constant__ CUtensorMap tmap_w,
+                                      const __grid_constant__ CUtensorMap tmap_xh,
+                                      const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p) {
+  extern __shared__ uint8_t smem_raw[];
+  MainloopPre::SharedStorage& s = shared_storage<MainloopPre::SharedStorage>(smem_raw);
+  const int64_t tiles = static_cast<int64_t>(p.tiles_w) * p.tiles_x * p.L;
+  auto origin = [&](int64_t t, int64_t& w0, int64_t& x0, int32_t& l) {
+    w0 = (t % p.tiles_w) * MainloopPre::kBlockW;
+    x0 = ((t / p.tiles_w) % p.tiles_x) * MainloopPre::kBlockX;
+    l = static_cast<int32_t>(t / (static_cast<int64_t>(p.tiles_w) * p.tiles_x));
+  };
+  if (threadIdx.x == 0) {
+    MainloopPre::init_barriers(s, p);
+    ptx::tma_prefetch_desc(&tmap_w);
+    ptx::tma_prefetch_desc(&tmap_xh);
+  }
+  __syncthreads();
+  if (threadIdx.x < 128) {
+    ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
+    if (threadIdx.x < 32) {
+      const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
+      MainloopPre::RingCursor rc;
+#pragma unroll 1
+      for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        int64_t w0, x0;
+        int32_t l;
+        origin(t, w0, x0, l);
+        MainloopPre::run_producer(s, tm, p, w0, x0, l, 0, p.num_kb, rc);
+      }
+    }
+  } else {
+    ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
+    const int ctid = threadIdx.x - 128;
+    MainloopPre::ConsumerState c = MainloopPre::init_consumer(s, p);
+    if (kPdl) ptx::pdl_wait_primary();  // alpha and C belong to the grids before until then
+    const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+#pragma unroll 1
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+      int64_t w0, x0;
+      int32_t l;
+      origin(t, w0, x0, l);
+      float sum[64];
+      MainloopPre::run_segment(s, c, 0, p.num_kb, sum);
+      Epilogue::store_fragment(p, ctid, sum, w0, x0, l, alpha);
+    }
+  }
+}
+
 // With kPdl this pass is itself launched after the preceding grid with programmatic
 // serialization: it prefetches its input into L2, waits for that grid, and only then
 // lets the GEMM start (the GEMM loads weights before its own wait, which is safe only
@@ -486,6 +541,9 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_predecoded_kernel,
                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
                                         static_cast<int>(kSmemBytesPre)));
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_gemm_persistent_kernel,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kSmemBytesPre)));
     smem_attr_set.fetch_or(dev_bit, std::memory_order_acq_rel);
   }
   const int64_t tiles = tiles_w * tiles_x * p.L;
@@ -547,6 +605,17 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     pre_cfg.numAttrs = kPdl ? 1 : 0;
     NVFP4_CUDA_TRY(cudaLaunchKernelEx(&pre_cfg, nvfp4_sm90_x_predecode_kernel, xp));
     NVFP4_CHECK_LAUNCH();
+#ifndef NVFP4_SM90_PERSISTENT
+#define NVFP4_SM90_PERSISTENT 1
+#endif
+    if (NVFP4_SM90_PERSISTENT && kp.splits == 1 && tiles > sm_count) {  // one CTA per tile: persistent
+      kp.tiles_w = static_cast<int32_t>(tiles_w);
+      kp.tiles_x = static_cast<int32_t>(tiles_x);
+      cfg.gridDim = dim3(static_cast<unsigned>(sm_count), 1, 1);
+      NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_persistent_kernel, tmap_w, tmap_xh, tmap_sfw, kp));
+      NVFP4_CHECK_LAUNCH();
+      return NVFP4_SUCCESS;
+    }
     NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_gemm_predecoded_kernel, tmap_w, tmap_xh, tmap_sfw, kp));
     NVFP4_CHECK_LAUNCH();
     return NVFP4_SUCCESS;

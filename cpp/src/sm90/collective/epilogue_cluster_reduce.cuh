@@ -84,6 +84,33 @@ struct EpilogueClusterReduce {
     }
   }
 
+  // Consumer thread ctid: its 64x128 wgmma fragment straight to C (no shared memory, no
+  // barrier: the persistent kernel's producer is already filling the ring with the next
+  // tile). Per store instruction a warp writes 8 consecutive weight rows (n) of 4 tokens.
+  static __device__ __forceinline__ void store_fragment(const GemmParams& p, int ctid, const float (&acc)[64],
+                                                        int64_t w0, int64_t x0, int32_t l, float alpha) {
+    const int cw = ctid >> 5, lane = ctid & 31;
+    const int r0 = (cw >> 2) * 64 + (cw & 3) * 16 + (lane >> 2);
+    const int t = lane & 3;
+    const int64_t cbase = static_cast<int64_t>(l) * p.c_batch_stride;
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int64_t m = x0 + 8 * j + 2 * t + (e & 1), n = w0 + r0 + 8 * (e >> 1);
+        if (m >= p.M || n >= p.N) continue;
+        const float v = (acc[4 * j + e] * 268435456.0f) * alpha;  // as reduce_and_store
+        const int64_t off = cbase + m * p.c_row_stride + n * p.c_col_stride;
+        if (p.c_dtype == 4 /*fp16*/)
+          static_cast<__half*>(p.c)[off] = __float2half_rn(v);
+        else if (p.c_dtype == 5 /*bf16*/)
+          static_cast<__nv_bfloat16*>(p.c)[off] = __float2bfloat16_rn(v);
+        else
+          static_cast<float*>(p.c)[off] = v;
+      }
+    }
+  }
+
   // All threads of the CTA. `tile` = this CTA's staged fp32 tile (already written and
   // visible CTA-wide). The S tiles are in cluster ranks 0 .. S - 1. The result is
   // (acc * 2^28) * alpha: 2^28 undoes the decode's 2^-14 per operand.
