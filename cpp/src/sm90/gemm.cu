@@ -17,13 +17,17 @@
 //   K slices too long for the unpromoted fused kernel (kPredecodeMinK, workspace given,
 //     at most kPredecodeMaxBytes of it): the tokens are decoded once into an fp16 workspace
 //     (x_predecode.cuh), the main loop only decodes weights (mainloop_rs_predecoded.cuh);
+//     where every tile has one CTA and there are more tiles than SMs, a persistent kernel
+//     (one CTA per SM walking the tiles) runs it;
 //   otherwise (or without workspace): fused, every CTA decodes its token tile
 //     (mainloop_rs.cuh).
+// One or two tokens run as GEMVs over the weights (token_gemv below).
 // Pieces (cpp/src/sm90/collective/):
 //   mainloop_rs.cuh              TMA producer + activation decode WGs + RS-wgmma consumers
 //   mainloop_rs_predecoded.cuh   TMA producer (fp16 tokens) + RS-wgmma consumers
 //   x_predecode.cuh              token decode pass
-//   epilogue_cluster_reduce.cuh  split-K reduction over the cluster (DSMEM), alpha, stores
+//   epilogue_cluster_reduce.cuh  split-K reduction over the cluster (DSMEM), alpha, stores;
+//                                a lone CTA's tile from shared memory or straight from registers
 //   tile_scheduler.cuh           tile / K-slice of each CTA (cluster split-K)
 //   accumulator_promotion.cuh    wgmma chains promoted into an fp32 (round-to-nearest) sum
 //   fp4_decode.cuh, ptx.cuh      integer e2m1 decode, inline PTX
