@@ -116,8 +116,6 @@ struct MainloopRSPredecoded {
     RingCursor rc;
     run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc);
   }
-  // kEarly = false: no deferred token tiles (for a kernel launched without PDL).
-  template <bool kEarly = kPdl>
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
                                                       RingCursor& rc) {
@@ -126,7 +124,7 @@ struct MainloopRSPredecoded {
     const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : p.sf_mode == kScaleTma ? 128u * kSfTmaCols : 0u;
     const uint32_t tx = kBlockW * kPackedRow + 2u * 128u * static_cast<uint32_t>(p.x_box_rows) + sf_bytes;
     // token tiles deferred past the wait (first segment only: ring positions 0..early-1)
-    const int early = kEarly && rc.iter == 0 ? (nkb < kStages ? nkb : kStages) : 0;
+    const int early = kPdl && rc.iter == 0 ? (nkb < kStages ? nkb : kStages) : 0;
     int stage = rc.stage, phase = rc.phase;
     for (int i = 0; i < nkb; ++i) {
       const int32_t kb = kb0 + i;
@@ -176,7 +174,7 @@ struct MainloopRSPredecoded {
   };
 
   // Releases ring stage rs (every consumer lane).
-  static __device__ __forceinline__ void release_stage(SharedStorage& s, const ConsumerState&, int rs) {
+  static __device__ __forceinline__ void release_stage(SharedStorage& s, int rs) {
     ptx::mbar_arrive(&s.empty[rs]);
   }
 
@@ -224,7 +222,7 @@ struct MainloopRSPredecoded {
       __syncwarp();
       int rs = ms - (kFragBuffers - 1);
       if (rs < 0) rs += kStages;
-      release_stage(s, c, rs);
+      release_stage(s, rs);
     }
     c.mstage = ms + 1 == kStages ? 0 : ms + 1;
     if (more) {
@@ -271,7 +269,7 @@ struct MainloopRSPredecoded {
     }
     if (nkb > 0) {  // the last block's stage (earlier ones were released by consumer_step)
       __syncwarp();
-      release_stage(s, c, c.mstage == 0 ? kStages - 1 : c.mstage - 1);
+      release_stage(s, c.mstage == 0 ? kStages - 1 : c.mstage - 1);
     }
   }
 

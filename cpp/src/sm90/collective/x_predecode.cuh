@@ -37,8 +37,8 @@ struct XPredecodeParams {
 // kPredecodeThreads output chunks, batch): blockIdx = (m, piece, l). One thread per
 // 16-byte output chunk at a time, so a warp stores 512 contiguous bytes per instruction;
 // each thread first loads the inputs of its kPredecodeUnroll chunks (kPredecodeThreads
-// apart), then decodes and stores them: four times the bytes in flight of one chunk per
-// thread. (bench/NOTES.md gemm14: the first mapping, one thread per 64-K half block
+// apart), then decodes and stores them: kPredecodeUnroll times the bytes in flight of one
+// chunk per thread (4 halved the occupancy and was slower than 2: gemm14). (bench/NOTES.md gemm14: the first mapping, one thread per 64-K half block
 // writing 8 chunks 16 bytes apart, with a 64-bit division per thread, ran at ~0.9 TB/s.)
 constexpr int kPredecodeThreads = 256;
 #ifndef NVFP4_SM90_PREDECODE_UNROLL
@@ -139,7 +139,9 @@ __device__ __forceinline__ void x_predecode_store(const XPredecodeParams& p, con
   for (int t = 0; t < 4; ++t) {
     const uint32_t s2 = bcast_lo(e4m3x2_to_f16x2(in.sf[t]));
     const uint32_t x = in.q[t] << shift;
-    o[t] = hmul2_u32((x & 0x80008000u) | ((x >> 3) & 0x0E000E00u), s2);  // e2m1x2_to_f16x2_scaled<c % 4>
+    // e2m1x2_to_f16x2_scaled<c % 4> (fp4_decode.cuh) with a run-time pair index; written out
+    // here because routing the template through a shared helper changed the GEMM kernels' SASS
+    o[t] = hmul2_u32((x & 0x80008000u) | ((x >> 3) & 0x0E000E00u), s2);
   }
   ptx::stg128(r.out + static_cast<int64_t>(kb) * 128 + 8 * c, make_uint4(o[0], o[1], o[2], o[3]));
 }
