@@ -38,8 +38,9 @@ struct XPredecodeParams {
 // 16-byte output chunk at a time, so a warp stores 512 contiguous bytes per instruction;
 // each thread first loads the inputs of its kPredecodeUnroll chunks (kPredecodeThreads
 // apart), then decodes and stores them: kPredecodeUnroll times the bytes in flight of one
-// chunk per thread (4 halved the occupancy and was slower than 2: gemm14). (bench/NOTES.md gemm14: the first mapping, one thread per 64-K half block
-// writing 8 chunks 16 bytes apart, with a 64-bit division per thread, ran at ~0.9 TB/s.)
+// chunk per thread (4 halved the occupancy and was slower than 2). (bench/NOTES.md gemm14:
+// the first mapping, one thread per 64-K half block writing 8 chunks 16 bytes apart, with
+// a 64-bit division per thread, ran at ~0.9 TB/s.)
 constexpr int kPredecodeThreads = 256;
 #ifndef NVFP4_SM90_PREDECODE_UNROLL
 #define NVFP4_SM90_PREDECODE_UNROLL 2
