@@ -104,6 +104,8 @@ __global__ void __launch_bounds__(Mainloop::kThreads, 1)
     ptx::pdl_launch_dependents();
     ptx::pdl_wait_primary();
   }
+  // alpha here, not in the epilogue: its load latency hides under the main loop
+  const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
 
   float* tile = reinterpret_cast<float*>(&s.ring[0]);
   if (threadIdx.x < Mainloop::kTransformThreads) {
@@ -117,7 +119,6 @@ __global__ void __launch_bounds__(Mainloop::kThreads, 1)
     ptx::named_barrier_sync(1, Mainloop::kThreads);
     Epilogue::stage_fragment(tile, threadIdx.x - Mainloop::kTransformThreads, sum);
   }
-  const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
   Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
 }
 
@@ -166,21 +167,27 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   __syncthreads();
 
   float* tile = reinterpret_cast<float*>(&s.ring[0]);
+  float alpha;  // read before the main loop (its load latency hides there)
   if (threadIdx.x < 128) {
     ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
     if (threadIdx.x < 32) {
       const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
       MainloopPre::run_producer(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
     }
+    if (kPdl) ptx::pdl_wait_primary();  // (warp 0 waited in run_producer already)
+    alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
     ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
   } else {
     ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
+    // alpha (which a grid before may write) after the wait; the wait costs the consumers
+    // nothing: their first token tile comes after the same wait
+    if (kPdl) ptx::pdl_wait_primary();
+    alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
     float sum[64];
     MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, sum);
     ptx::named_barrier_sync(1, MainloopPre::kThreads);
     Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
   }
-  const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
   Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
 }
 
