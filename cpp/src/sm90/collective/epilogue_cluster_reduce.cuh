@@ -112,9 +112,10 @@ struct EpilogueClusterReduce {
   }
 
   // Split reduction (between the cluster barriers) with the split count S known at compile
-  // time: a unit's S loads (S - 1 of them remote) are all issued before the first add. With
-  // S a run-time loop bound they went out one at a time; together with alpha read before
-  // the main loop this took 0.5-1.1 µs off the split shapes (H100, bench/NOTES.md gemm20).
+  // time: a unit's S loads (S - 1 of them remote) are all issued before the first add, and
+  // the DSMEM loads of two unrolled units may go out together. With S a run-time loop bound
+  // they went out one at a time; together with alpha read before the main loop this took
+  // 0.6-1.2 µs off the split shapes (H100, bench/NOTES.md gemm20).
   template <int S>
   static __device__ __forceinline__ void reduce_split(const GemmParams& p, uint32_t tile_addr, int rank, int64_t w0,
                                                       int64_t x0, int32_t l, float alpha) {
@@ -136,7 +137,8 @@ struct EpilogueClusterReduce {
           const uint4 o = ptx::lds128(tile_addr + off);
           f[q] = make_float4(__uint_as_float(o.x), __uint_as_float(o.y), __uint_as_float(o.z), __uint_as_float(o.w));
         } else {
-          f[q] = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
+          // (mapa is a volatile asm after the cluster barrier, so the loads cannot move above it)
+          f[q] = ptx::ld_dsmem_f4_batchable(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
         }
       }
       float v[4] = {0.f, 0.f, 0.f, 0.f};

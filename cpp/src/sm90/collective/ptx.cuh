@@ -161,6 +161,15 @@ __device__ __forceinline__ float4 ld_dsmem_f4(uint32_t cluster_addr) {
   return v;
 }
 
+// The same load without volatile/memory clobber, so that the compiler may issue the loads
+// of several unrolled iterations together. Only safe where the address comes from a
+// volatile asm (map_to_rank) placed after the barrier that orders the load.
+__device__ __forceinline__ float4 ld_dsmem_f4_batchable(uint32_t cluster_addr) {
+  float4 v;
+  asm("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];" : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w) : "r"(cluster_addr));
+  return v;
+}
+
 // ---- programmatic dependent launch ---------------------------------------------------
 // Lets the next kernel of the stream (launched with programmatic stream serialization)
 // start its prologue now.
