@@ -1,7 +1,7 @@
 // sm90a (Hopper) NVFP4 GEMM: C[l] = alpha * A[l] * B[l]^T, computed exactly on fp16
 // tensor cores (DESIGN §3, §8).
 //
-// Accumulation: the wgmma fp32 accumulator is restarted every 2 K blocks (256 K) and
+// Accumulation: the wgmma fp32 accumulator is restarted every 4 K blocks (512 K) and
 // added into a round-to-nearest fp32 sum (accumulator_promotion.cuh): one long chain
 // of tensor-core accumulations lost up to 1e-3 absolute on outputs of ~0.1 among ~40.
 // Where no CTA's K slice exceeds kShortChainBlocks (8) blocks the fused path runs an

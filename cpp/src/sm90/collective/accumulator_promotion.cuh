@@ -23,12 +23,15 @@
 // chain, and a wgmma.wait_group 0 before each new chain (the decode of the chain's
 // first block still overlapped the previous group; the other consumer warpgroup keeps
 // the tensor cores busy meanwhile). bench/NOTES.md has the timings.
+// Default every 4 blocks (512 K) since session 5: 1-2% faster than every 2 on the
+// pre-decoded shapes (H100, four alternating rounds, gemm21), error 0.16 of the tolerance
+// above (0.076 worst on the H100 checks of gemm21), against 0.06.
 #pragma once
 
 #include "ptx.cuh"
 
 #ifndef NVFP4_SM90_PROMOTE_BLOCKS
-#define NVFP4_SM90_PROMOTE_BLOCKS 2
+#define NVFP4_SM90_PROMOTE_BLOCKS 4
 #endif
 
 namespace nvfp4::sm90 {
