@@ -25,7 +25,7 @@ for step in $STEPS; do
     suite)
       python3 bench/run.py --out "$OUT" 2>"$OUT/suite_progress.log" | tail -40 ;;
     sanitize)
-      for tool in memcheck racecheck; do
+      for tool in memcheck racecheck synccheck; do
         compute-sanitizer --tool $tool --error-exitcode 9 python3 tools/sanitize_smoke.py > "$OUT/sanitize_$tool.log" 2>&1
         echo "compute-sanitizer $tool: exit $? ($(grep -c 'ERROR SUMMARY: 0 errors' "$OUT/sanitize_$tool.log") clean summaries)"
         tail -3 "$OUT/sanitize_$tool.log"
