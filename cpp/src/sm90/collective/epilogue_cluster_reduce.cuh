@@ -115,7 +115,8 @@ struct EpilogueClusterReduce {
   // time: a unit's S loads (S - 1 of them remote) are all issued before the first add, and
   // the DSMEM loads of two unrolled units may go out together. With S a run-time loop bound
   // they went out one at a time; together with alpha read before the main loop this took
-  // 0.6-1.2 µs off the split shapes (H100, bench/NOTES.md gemm20).
+  // 0.6-1.2 µs off the split shapes (H100, bench/NOTES.md gemm20). S = 5..8 keep the
+  // run-time loop below: their S float4 per unit spilled in the 48-register transform warps.
   template <int S>
   static __device__ __forceinline__ void reduce_split(const GemmParams& p, uint32_t tile_addr, int rank, int64_t w0,
                                                       int64_t x0, int32_t l, float alpha) {

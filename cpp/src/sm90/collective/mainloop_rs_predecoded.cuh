@@ -28,8 +28,9 @@
 // against neither, gemm3). That is safe because the pre-decode pass only
 // signals launch_dependents after its own griddepcontrol.wait: by then every earlier
 // grid (which may have written the weights) has completed. Only the fp16 token tiles,
-// the pass's output, wait. The consumers and the epilogue (alpha, C) run causally after
-// the producer's wait.
+// the pass's output, wait. Every other thread waits too (griddepcontrol.wait at the start
+// of the consumers and of the producer warpgroup's idle warps, gemm.cu) before it reads
+// alpha, and the C stores come after that.
 #pragma once
 
 #include <stddef.h>
