@@ -1,7 +1,10 @@
 """Timing and speed-of-light helpers shared by `python -m nvfp4 bench` and bench/run.py.
 
 Method (/work/.library/device/METHOD.md, DESIGN.md §9):
-- warm up first (module load, cuBLAS handles, first-touch allocations stay out);
+- warm up first (module load, cuBLAS handles, first-touch allocations stay out), and then
+  run the timed batch itself for warmup_ms (25 ms, as triton's do_bench) so that the GPU's
+  clocks have settled: with only a few launches of warm-up, the first implementation timed
+  in a case ran its first ~7 ms of batches up to 15% slow on an H100 (session 5);
 - launch back-to-back, rotating over input sets that together exceed the L2 cache
   (ROTATE_BYTES), so every launch reads its operands from HBM as in a real model;
 - capture one batch of launches in a CUDA graph and time its replays with CUDA events,
@@ -131,7 +134,8 @@ class Timer:
     budget_s caps the timed part of one measurement (slow fallbacks stay bounded)."""
 
     def __init__(self, torch, device, *, reps: int = 20, warmup: int = 3, graphs: bool = True,
-                 target_batch_us: float = 2000.0, max_launches: int = 256, budget_s: float = 1.0):
+                 target_batch_us: float = 2000.0, max_launches: int = 256, budget_s: float = 1.0,
+                 warmup_ms: float = 25.0):
         self.torch = torch
         self.device = str(device)
         self.cuda = self.device.startswith("cuda")
@@ -141,6 +145,7 @@ class Timer:
         self.target_batch_us = float(target_batch_us)
         self.max_launches = int(max_launches)
         self.budget_s = float(budget_s)
+        self.warmup_ms = max(0.0, float(warmup_ms))
 
     # -- clocks -------------------------------------------------------------
     def sync(self) -> None:
@@ -215,6 +220,13 @@ class Timer:
                 batch, mode = graph.replay, "graph"
                 batch()          # first replay uploads the graph
                 self.sync()
+        # Timed batches only once the clocks have settled: repeat the batch for warmup_ms
+        # (at most 1000 batches; the host-only dry run needs none of this).
+        if self.cuda and self.warmup_ms > 0:
+            spent, n = 0.0, 0
+            while spent < self.warmup_ms * 1e3 and n < 1000:
+                spent += self.elapsed_us(batch)
+                n += 1
         n_batches = max(3, min(self.reps, int(self.budget_s * 1e6 / max(est * per_batch, 1.0))))
         samples = [self.elapsed_us(batch) / per_batch for _ in range(n_batches)]
         del graph
