@@ -105,7 +105,7 @@ __global__ void __launch_bounds__(Mainloop::kThreads, 1)
     ptx::pdl_wait_primary();
   }
   // alpha here, not in the epilogue: its load latency hides under the main loop
-  const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+  const float alpha = load_alpha(p);
 
   float* tile = reinterpret_cast<float*>(&s.ring[0]);
   if (threadIdx.x < Mainloop::kTransformThreads) {
@@ -175,14 +175,14 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
       MainloopPre::run_producer(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
     }
     if (kPdl) ptx::pdl_wait_primary();  // (warp 0 waited in run_producer already)
-    alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+    alpha = load_alpha(p);
     ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
   } else {
     ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
     // alpha (which a grid before may write) after the wait; the wait costs the consumers
     // nothing: their first token tile comes after the same wait
     if (kPdl) ptx::pdl_wait_primary();
-    alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+    alpha = load_alpha(p);
     float sum[64];
     MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, sum);
     ptx::named_barrier_sync(1, MainloopPre::kThreads);
@@ -233,7 +233,7 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
     const int ctid = threadIdx.x - 128;
     MainloopPre::ConsumerState c = MainloopPre::init_consumer(s, p);
     if (kPdl) ptx::pdl_wait_primary();  // alpha and C belong to the grids before until then
-    const float alpha = p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+    const float alpha = load_alpha(p);
 #pragma unroll 1
     for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
       int64_t w0, x0;

@@ -88,4 +88,10 @@ struct GemmParams {
   int64_t c_row_stride, c_col_stride, c_batch_stride;  // elements
 };
 
+// alpha: the float, or the device scalar read at kernel time (only after griddepcontrol.wait
+// where the kernel is a programmatic dependent: a grid before may write it).
+__device__ __forceinline__ float load_alpha(const GemmParams& p) {
+  return p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+}
+
 }  // namespace nvfp4::sm90

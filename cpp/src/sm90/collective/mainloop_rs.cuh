@@ -357,6 +357,17 @@ struct MainloopRS {
                                ks == 0 && fresh ? 0u : 1u);
     }
   }
+  // One wgmma group: block `f` of fragments against the token tile at xbase, committed.
+  // The register fences keep the fragment writes before wgmma.fence (and its reads after).
+  template <int kAtomBytes>
+  static __device__ __forceinline__ void issue_block(float (&acc)[64], uint32_t (&f)[32], uint32_t xbase, bool fresh) {
+#pragma unroll
+    for (int k = 0; k < 32; ++k) ptx::fence_reg(f[k]);
+    ptx::wgmma_fence();
+    mma_block<kAtomBytes>(acc, f, xbase, fresh);
+    ptx::wgmma_commit();
+  }
+
 
   // wgmma of local block i with fragments `cur`; then (while it runs) decode block i+1
   // into `nxt`, whose previous contents were read by the wgmma of block i-1. `total`
@@ -377,11 +388,7 @@ struct MainloopRS {
     const int d = c.d;
     ptx::mbar_wait(&s.dfull[d], c.dphase);
     const uint32_t xbase = c.xdec0 + d * static_cast<uint32_t>(sizeof(XDecoded));
-#pragma unroll
-    for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
-    ptx::wgmma_fence();
-    mma_block<kXAtomBytes>(acc, cur, xbase, fresh);
-    ptx::wgmma_commit();
+    issue_block<kXAtomBytes>(acc, cur, xbase, fresh);
     const bool more = i + 1 < nkb;
     // (not with promotion: the 10 live registers spill at the consumers' 208)
     constexpr bool kEarly = kEarlyWLoad && P == 0;

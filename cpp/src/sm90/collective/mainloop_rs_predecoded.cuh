@@ -208,11 +208,7 @@ struct MainloopRSPredecoded {
       ptx::wgmma_wait<0>();
       Promo::promote(total, acc);
     }
-#pragma unroll
-    for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
-    ptx::wgmma_fence();
-    MainloopRS::mma_block<kXAtomBytes>(acc, cur, xbase, fresh);
-    ptx::wgmma_commit();
+    MainloopRS::issue_block<kXAtomBytes>(acc, cur, xbase, fresh);
     const bool more = i + 1 < nkb;
     MainloopRS::WRaw w{};
     if (kEarlyWLoad && more) w = fetch_w(s, c);  // block i+1's bytes while the older group finishes
@@ -249,11 +245,7 @@ struct MainloopRSPredecoded {
       ptx::wgmma_wait<0>();
       Promo::promote(total, acc);
     }
-#pragma unroll
-    for (int k = 0; k < 32; ++k) ptx::fence_reg(cur[k]);
-    ptx::wgmma_fence();
-    MainloopRS::mma_block<kXAtomBytes>(acc, cur, xbase, kFresh);
-    ptx::wgmma_commit();
+    MainloopRS::issue_block<kXAtomBytes>(acc, cur, xbase, kFresh);
     static_assert(kEarlyWLoad, "the steady step fetches before the wait");
     const MainloopRS::WRaw w = fetch_w(s, c);
     ptx::wgmma_wait<kFragBuffers - 1>();
