@@ -111,42 +111,62 @@ struct EpilogueClusterReduce {
     }
   }
 
-  // Split reduction (between the cluster barriers) with the split count S known at compile
-  // time: a unit's S loads (S - 1 of them remote) are all issued before the first add, and
-  // the DSMEM loads of two unrolled units may go out together. With S a run-time loop bound
-  // they went out one at a time; together with alpha read before the main loop this took
-  // 0.6-1.2 µs off the split shapes (H100, bench/NOTES.md gemm20). S = 5..8 keep the
-  // run-time loop below: their S float4 per unit spilled in the 48-register transform warps.
+  // This CTA's rows of the tile (rank * 128 / S .. (rank + 1) * 128 / S; S need not divide
+  // 128), summed over the S split tiles in rank order (deterministic), scaled and stored.
+  // S > 0: the split count at compile time, so a unit's S loads (S - 1 of them remote) are
+  // all issued before the first add, and the DSMEM loads of two unrolled units may go out
+  // together; with S a run-time loop bound they went out one at a time (together with alpha
+  // read before the main loop: 0.6-1.2 µs off the split shapes, H100, bench/NOTES.md
+  // gemm20). S == 0: the count `splits` at run time: 1 (a lone CTA reads its own tile) and
+  // 5..8, whose S float4 per unit spilled in the 48-register transform warps.
   template <int S>
-  static __device__ __forceinline__ void reduce_split(const GemmParams& p, uint32_t tile_addr, int rank, int64_t w0,
-                                                      int64_t x0, int32_t l, float alpha) {
-    const int row_begin = rank * kTileX / S;
-    const int rows = (rank + 1) * kTileX / S - row_begin;
+  static __device__ __forceinline__ void reduce_rows(const GemmParams& p, uint32_t tile_addr, int splits, int rank,
+                                                     int64_t w0, int64_t x0, int32_t l, float alpha) {
+    const int ns = S > 0 ? S : splits;
+    const int row_begin = rank * kTileX / ns;
+    const int rows = (rank + 1) * kTileX / ns - row_begin;
     const int units = rows * (kTileW / 4);
     const int64_t cbase = static_cast<int64_t>(l) * p.c_batch_stride;
-#pragma unroll 2
+#pragma unroll(S > 0 ? 2 : 1)
     for (int u = threadIdx.x; u < units; u += blockDim.x) {
       const int xr = row_begin + u / (kTileW / 4);
       const int wc = (u % (kTileW / 4)) * 4;
       const int64_t m = x0 + xr, n = w0 + wc;
       if (m >= p.M || n >= p.N) continue;
       const uint32_t off = static_cast<uint32_t>((xr * kPitch + wc) * 4);
-      float4 f[S];
+      float v[4] = {0.f, 0.f, 0.f, 0.f};
+      if constexpr (S > 0) {
+        float4 f[S];
 #pragma unroll
-      for (int q = 0; q < S; ++q) {
-        if (q == rank) {
-          const uint4 o = ptx::lds128(tile_addr + off);
-          f[q] = make_float4(__uint_as_float(o.x), __uint_as_float(o.y), __uint_as_float(o.z), __uint_as_float(o.w));
-        } else {
-          // (mapa is a volatile asm after the cluster barrier, so the loads cannot move above it)
-          f[q] = ptx::ld_dsmem_f4_batchable(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
+        for (int q = 0; q < S; ++q) {
+          if (q == rank) {
+            const uint4 o = ptx::lds128(tile_addr + off);
+            f[q] = make_float4(__uint_as_float(o.x), __uint_as_float(o.y), __uint_as_float(o.z), __uint_as_float(o.w));
+          } else {
+            // (mapa is a volatile asm after the cluster barrier, so the loads cannot move above it)
+            f[q] = ptx::ld_dsmem_f4_batchable(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
+          }
+        }
+#pragma unroll
+        for (int q = 0; q < S; ++q) {
+          v[0] += f[q].x; v[1] += f[q].y; v[2] += f[q].z; v[3] += f[q].w;
+        }
+      } else if (ns == 1) {
+        const uint4 f = ptx::lds128(tile_addr + off);
+        v[0] = __uint_as_float(f.x); v[1] = __uint_as_float(f.y); v[2] = __uint_as_float(f.z); v[3] = __uint_as_float(f.w);
+      } else {
+        for (int q = 0; q < ns; ++q) {
+          float4 f;
+          if (q == rank) {  // this CTA's own tile: a plain shared-memory load
+            const uint4 o = ptx::lds128(tile_addr + off);
+            f = make_float4(__uint_as_float(o.x), __uint_as_float(o.y), __uint_as_float(o.z), __uint_as_float(o.w));
+          } else {
+            f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
+          }
+          v[0] += f.x; v[1] += f.y; v[2] += f.z; v[3] += f.w;
         }
       }
-      float v[4] = {0.f, 0.f, 0.f, 0.f};
-#pragma unroll
-      for (int q = 0; q < S; ++q) {  // fixed order: deterministic sums
-        v[0] += f[q].x; v[1] += f[q].y; v[2] += f[q].z; v[3] += f[q].w;
-      }
+      // (acc * 2^28) is exact; then one rounding for alpha, as the reference does.
 #pragma unroll
       for (int e = 0; e < 4; ++e) v[e] = (v[e] * 268435456.0f) * alpha;
       const int64_t left = p.N - n;
@@ -161,15 +181,15 @@ struct EpilogueClusterReduce {
   static __device__ __forceinline__ void reduce_and_store(const GemmParams& p, const float* tile, int splits,
                                                           int rank, int64_t w0, int64_t x0, int32_t l,
                                                           float alpha) {
+    const uint32_t ta = ptx::smem_u32(tile);
     if (splits >= 2 && splits <= 4) {
       ptx::cluster_sync();  // all S tiles written
-      const uint32_t ta = ptx::smem_u32(tile);
       switch (splits) {
-        case 2: reduce_split<2>(p, ta, rank, w0, x0, l, alpha); break;
-        case 3: reduce_split<3>(p, ta, rank, w0, x0, l, alpha); break;
-        default: reduce_split<4>(p, ta, rank, w0, x0, l, alpha); break;
+        case 2: reduce_rows<2>(p, ta, splits, rank, w0, x0, l, alpha); break;
+        case 3: reduce_rows<3>(p, ta, splits, rank, w0, x0, l, alpha); break;
+        default: reduce_rows<4>(p, ta, splits, rank, w0, x0, l, alpha); break;
       }
-      ptx::cluster_sync_relaxed();
+      ptx::cluster_sync_relaxed();  // see below
       return;
     }
     // A lone CTA (splits == 1: the large-M case) needs no cluster barrier (each compiles
@@ -179,41 +199,7 @@ struct EpilogueClusterReduce {
       __syncthreads();
     else
       ptx::cluster_sync();  // all S tiles written
-    const int row_begin = rank * kTileX / splits;  // splits need not divide 128
-    const int rows = (rank + 1) * kTileX / splits - row_begin;
-    const int units = rows * (kTileW / 4);
-    const uint32_t tile_addr = ptx::smem_u32(tile);
-    const int64_t cbase = static_cast<int64_t>(l) * p.c_batch_stride;
-    for (int u = threadIdx.x; u < units; u += blockDim.x) {
-      const int xr = row_begin + u / (kTileW / 4);
-      const int wc = (u % (kTileW / 4)) * 4;
-      const int64_t m = x0 + xr, n = w0 + wc;
-      if (m >= p.M || n >= p.N) continue;
-      const uint32_t off = static_cast<uint32_t>((xr * kPitch + wc) * 4);
-      float v[4] = {0.f, 0.f, 0.f, 0.f};
-      if (solo) {
-        const uint4 f = ptx::lds128(tile_addr + off);
-        v[0] = __uint_as_float(f.x); v[1] = __uint_as_float(f.y); v[2] = __uint_as_float(f.z); v[3] = __uint_as_float(f.w);
-      } else {
-        for (int q = 0; q < splits; ++q) {  // fixed order: deterministic sums
-          float4 f;
-          if (q == rank) {  // this CTA's own tile: a plain shared-memory load
-            const uint4 u = ptx::lds128(tile_addr + off);
-            f = make_float4(__uint_as_float(u.x), __uint_as_float(u.y), __uint_as_float(u.z), __uint_as_float(u.w));
-          } else {
-            f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
-          }
-          v[0] += f.x; v[1] += f.y; v[2] += f.z; v[3] += f.w;
-        }
-      }
-      // (acc * 2^28) is exact; then one rounding for alpha, as the reference does.
-#pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = (v[e] * 268435456.0f) * alpha;
-      const int64_t left = p.N - n;
-      const int nvalid = left < 4 ? static_cast<int>(left) : 4;
-      const int64_t off_c = cbase + m * p.c_row_stride + n * p.c_col_stride;
-      store4(p, off_c, v, nvalid, p.c_vec4 && nvalid == 4);
-    }
+    reduce_rows<0>(p, ta, splits, rank, w0, x0, l, alpha);
     // Remote reads of this tile finished. Their values were consumed above, so a relaxed
     // arrive suffices: a release arrive compiles to a GPU-scope MEMBAR that would also wait
     // for this thread's C stores to drain (measured: -0.7..-1.4% per GEMM call).
