@@ -87,8 +87,59 @@ struct EpilogueClusterReduce {
   // Consumer thread ctid: its 64x128 wgmma fragment straight to C (no shared memory, no
   // barrier: the persistent kernel's producer is already filling the ring with the next
   // tile). Per store instruction a warp writes 8 consecutive weight rows (n) of 4 tokens.
+  // Two adjacent outputs (2-element aligned) as one store.
+  template <class H>
+  static __device__ __forceinline__ void store2(H* c, float x, float y) {
+    *reinterpret_cast<uint32_t*>(c) = pack2(c, x, y);
+  }
+  static __device__ __forceinline__ void store2(float* c, float x, float y) {
+    *reinterpret_cast<float2*>(c) = make_float2(x, y);
+  }
+
+  // Interior tile with contiguous, 4-element-aligned output rows (c_vec4): the lanes of
+  // weight-row pairs (n, n+1) (lanes 4 apart) swap one value, so each stores two adjacent
+  // outputs of one token at once: even row groups the pair of token m, odd ones of m + 1.
+  // One pointer per thread, advanced by a constant per store. The general loop below costs
+  // ~35 instructions per output (64-bit address, bounds, dtype branches), which the
+  // persistent kernel's consumers paid between two tiles: with this path 4096^3 236-247 ->
+  // 222-232 µs, 8192^3 1734-1849 -> 1650-1708 (H100, bench/NOTES.md gemm28).
+  template <class H>
+  static __device__ __forceinline__ void store_fragment_pairs(const GemmParams& p, int ctid, const float (&acc)[64],
+                                                              int64_t w0, int64_t x0, int32_t l, float alpha) {
+    const int cw = ctid >> 5, lane = ctid & 31;
+    const int r0 = (cw >> 2) * 64 + (cw & 3) * 16 + (lane >> 2);
+    const int t = lane & 3;
+    const int odd = (lane >> 2) & 1;  // r0 odd: this lane stores token m + 1 of rows (r0 - 1, r0)
+    H* c = static_cast<H*>(p.c) + static_cast<int64_t>(l) * p.c_batch_stride +
+           (x0 + 2 * t + odd) * p.c_row_stride + (w0 + r0 - odd);
+    const int64_t step = 8 * p.c_row_stride;  // next j: 8 tokens on
+#pragma unroll
+    for (int j = 0; j < 16; ++j) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {  // rows r0 + 8h
+        const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];  // tokens m, m + 1
+        const float recv = __shfl_xor_sync(0xFFFFFFFFu, odd ? v0 : v1, 4);
+        const float lo = odd ? recv : v0, hi = odd ? v1 : recv;
+        store2(c + 8 * h, (lo * 268435456.0f) * alpha, (hi * 268435456.0f) * alpha);
+      }
+      c += step;
+    }
+  }
+
   static __device__ __forceinline__ void store_fragment(const GemmParams& p, int ctid, const float (&acc)[64],
                                                         int64_t w0, int64_t x0, int32_t l, float alpha) {
+    if (p.c_vec4 && x0 + kTileX <= p.M && w0 + kTileW <= p.N) {  // (uniform over the CTA)
+      if (p.c_dtype == 4 /*fp16*/) {
+        store_fragment_pairs<__half>(p, ctid, acc, w0, x0, l, alpha);
+        return;
+      }
+      if (p.c_dtype == 5 /*bf16*/) {
+        store_fragment_pairs<__nv_bfloat16>(p, ctid, acc, w0, x0, l, alpha);
+        return;
+      }
+      store_fragment_pairs<float>(p, ctid, acc, w0, x0, l, alpha);
+      return;
+    }
     const int cw = ctid >> 5, lane = ctid & 31;
     const int r0 = (cw >> 2) * 64 + (cw & 3) * 16 + (lane >> 2);
     const int t = lane & 3;
