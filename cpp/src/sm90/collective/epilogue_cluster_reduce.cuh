@@ -84,9 +84,6 @@ struct EpilogueClusterReduce {
     }
   }
 
-  // Consumer thread ctid: its 64x128 wgmma fragment straight to C (no shared memory, no
-  // barrier: the persistent kernel's producer is already filling the ring with the next
-  // tile). Per store instruction a warp writes 8 consecutive weight rows (n) of 4 tokens.
   // Two adjacent outputs (2-element aligned) as one store.
   template <class H>
   static __device__ __forceinline__ void store2(H* c, float x, float y) {
@@ -126,6 +123,11 @@ struct EpilogueClusterReduce {
     }
   }
 
+  // Consumer thread ctid: its 64x128 wgmma fragment straight to C (no shared memory, no
+  // barrier: the persistent kernel's producer is already filling the ring with the next
+  // tile). Interior tiles with aligned contiguous rows by pairs (above); otherwise one
+  // store per output, predicated (per store instruction a warp writes 8 consecutive weight
+  // rows (n) of 4 tokens).
   static __device__ __forceinline__ void store_fragment(const GemmParams& p, int ctid, const float (&acc)[64],
                                                         int64_t w0, int64_t x0, int32_t l, float alpha) {
     if (p.c_vec4 && x0 + kTileX <= p.M && w0 + kTileW <= p.N) {  // (uniform over the CTA)
