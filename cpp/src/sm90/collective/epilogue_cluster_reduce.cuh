@@ -84,6 +84,12 @@ struct EpilogueClusterReduce {
     }
   }
 
+  // An accumulated value as output: (acc * 2^28) * alpha. 2^28 undoes the decode's 2^-14 per
+  // operand (exact); then one rounding for alpha, as the reference does.
+  static __device__ __forceinline__ float output_value(float acc, float alpha) {
+    return (acc * 268435456.0f) * alpha;
+  }
+
   // Two adjacent outputs (2-element aligned) as one store.
   template <class H>
   static __device__ __forceinline__ void store2(H* c, float x, float y) {
@@ -117,7 +123,7 @@ struct EpilogueClusterReduce {
         const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];  // tokens m, m + 1
         const float recv = __shfl_xor_sync(0xFFFFFFFFu, odd ? v0 : v1, 4);
         const float lo = odd ? recv : v0, hi = odd ? v1 : recv;
-        store2(c + 8 * h, (lo * 268435456.0f) * alpha, (hi * 268435456.0f) * alpha);
+        store2(c + 8 * h, output_value(lo, alpha), output_value(hi, alpha));
       }
       c += step;
     }
@@ -152,16 +158,16 @@ struct EpilogueClusterReduce {
       for (int e = 0; e < 4; ++e) {
         const int64_t m = x0 + 8 * j + 2 * t + (e & 1), n = w0 + r0 + 8 * (e >> 1);
         if (m >= p.M || n >= p.N) continue;
-        const float v = (acc[4 * j + e] * 268435456.0f) * alpha;  // as reduce_and_store
-        const int64_t off = cbase + m * p.c_row_stride + n * p.c_col_stride;
-        if (p.c_dtype == 4 /*fp16*/)
-          static_cast<__half*>(p.c)[off] = __float2half_rn(v);
-        else if (p.c_dtype == 5 /*bf16*/)
-          static_cast<__nv_bfloat16*>(p.c)[off] = __float2bfloat16_rn(v);
-        else
-          static_cast<float*>(p.c)[off] = v;
+        const float v[4] = {output_value(acc[4 * j + e], alpha), 0.f, 0.f, 0.f};
+        store4(p, cbase + m * p.c_row_stride + n * p.c_col_stride, v, 1, false);
       }
     }
+  }
+
+  // A float4 of this CTA's staged tile.
+  static __device__ __forceinline__ float4 lds_f4(uint32_t addr) {
+    const uint4 o = ptx::lds128(addr);
+    return make_float4(__uint_as_float(o.x), __uint_as_float(o.y), __uint_as_float(o.z), __uint_as_float(o.w));
   }
 
   // This CTA's rows of the tile (rank * 128 / S .. (rank + 1) * 128 / S; S need not divide
@@ -193,8 +199,7 @@ struct EpilogueClusterReduce {
 #pragma unroll
         for (int q = 0; q < S; ++q) {
           if (q == rank) {
-            const uint4 o = ptx::lds128(tile_addr + off);
-            f[q] = make_float4(__uint_as_float(o.x), __uint_as_float(o.y), __uint_as_float(o.z), __uint_as_float(o.w));
+            f[q] = lds_f4(tile_addr + off);
           } else {
             // (mapa is a volatile asm after the cluster barrier, so the loads cannot move above it)
             f[q] = ptx::ld_dsmem_f4_batchable(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
@@ -205,23 +210,21 @@ struct EpilogueClusterReduce {
           v[0] += f[q].x; v[1] += f[q].y; v[2] += f[q].z; v[3] += f[q].w;
         }
       } else if (ns == 1) {
-        const uint4 f = ptx::lds128(tile_addr + off);
-        v[0] = __uint_as_float(f.x); v[1] = __uint_as_float(f.y); v[2] = __uint_as_float(f.z); v[3] = __uint_as_float(f.w);
+        const float4 f = lds_f4(tile_addr + off);
+        v[0] = f.x; v[1] = f.y; v[2] = f.z; v[3] = f.w;
       } else {
         for (int q = 0; q < ns; ++q) {
           float4 f;
           if (q == rank) {  // this CTA's own tile: a plain shared-memory load
-            const uint4 o = ptx::lds128(tile_addr + off);
-            f = make_float4(__uint_as_float(o.x), __uint_as_float(o.y), __uint_as_float(o.z), __uint_as_float(o.w));
+            f = lds_f4(tile_addr + off);
           } else {
             f = ptx::ld_dsmem_f4(ptx::map_to_rank(tile_addr + off, static_cast<uint32_t>(q)));
           }
           v[0] += f.x; v[1] += f.y; v[2] += f.z; v[3] += f.w;
         }
       }
-      // (acc * 2^28) is exact; then one rounding for alpha, as the reference does.
 #pragma unroll
-      for (int e = 0; e < 4; ++e) v[e] = (v[e] * 268435456.0f) * alpha;
+      for (int e = 0; e < 4; ++e) v[e] = output_value(v[e], alpha);
       const int64_t left = p.N - n;
       const int nvalid = left < 4 ? static_cast<int>(left) : 4;
       store4(p, cbase + m * p.c_row_stride + n * p.c_col_stride, v, nvalid, p.c_vec4 && nvalid == 4);
