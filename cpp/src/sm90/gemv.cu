@@ -5,7 +5,8 @@
 //   - gemv_mma_kernel (the large shapes: M >= 128, M*L >= 4096 rows or >= 1024 where
 //     the register kernel would split K 4-8 ways; 16-byte aligned operands): the
 //     products and the per-scale-block sums run on the int8 tensor cores (mma.sync
-//     m16n8k32, exact in int32) on A decoded to 12 + 2a with prmt table lookups; each
+//     m16n8k32, exact in int32) on A split into the magnitudes of its positive and of
+//     its negative values with prmt table lookups; each
 //     warp streams 16 rows through its own shared-memory ring filled with cp.async.
 //     Details and numerics at the kernel.
 //   - gemv_reg_kernel (everything else: small M*L, misaligned operands): e2m1 ->
@@ -261,22 +262,24 @@ __device__ __forceinline__ void store_out(const Args& args, int64_t l, int64_t r
 // decode writes 4 values per register instead of 2.
 //
 // Numerics (exact up to the fp32 accumulation, DESIGN.md §3):
-//   A' = 12 + 2a (u8, 0..24) for each A element a; b' = 2b (s8, -12..12).
-//   Per (row, 16-element scale block) the MMA accumulates sum A'*b' (exact int32)
-//   starting from C = -12 * sum b' of that block, so D = 4 * sum a*b exactly.
+//   2a = P - N for each A element a, P = 2|a| for a > 0 (else 0), N = 2|a| for a < 0
+//   (else 0), both u8 0..12; b' = 2b (s8, -12..12). Per (row, 16-element scale block)
+//   two MMAs accumulate sum P*b' and sum N*b' (exact int32); D = their difference
+//   = 4 * sum a*b exactly.
 //   acc += float(D) * (sa * sb)   (sa*sb exact in fp32: 4+4 significant bits; the
 //   product D*(sa*sb) exact: <= 12+8 bits; one rounding per block in the FFMA).
 //   c = acc * alpha / 4.
 //
-// Decode (9 integer ops per 8 values, prmt table lookups):
+// Decode of A (7 integer ops per 8 values, prmt table lookups; decode_e2m1x8_pn):
 //   prmt's default mode selects byte (nibble & 7) of an 8-byte table, or, when the
 //   selector nibble's bit 3 is set (the e2m1 sign bit), the sign of that byte
-//   replicated (0xFF for the tables below). With R = prmt(U, w) and
-//   S = prmt(T, w ^ 0x8888): positive codes give R = U[m], S = 0xFF; negative codes
-//   R = 0xFF, S = T[m]; so ~(R & S) = 12 + v for U[m] = ~(12 + v(m)) and 12 - v for
-//   T[m] = ~(12 - v(m)), v(m) = 2|e2m1| in {0,1,2,3,4,6,8,12} (every table byte has
-//   bit 7 set). prmt reads the low 16 bits of the selector only: the high half of a
-//   word takes a shift.
+//   replicated. With the table M[m] = v(m) = 2|e2m1(m)| in {0,1,2,3,4,6,8,12} (sign
+//   bits clear), P = prmt(M, w) and N = prmt(M, w ^ 0x88888888). prmt reads the low 16
+//   bits of the selector only: the high half of a word takes a shift. Twice the MMAs
+//   of a single offset-coded operand (A' = 12 + 2a from two tables and ~(R & S): 9
+//   ops, and a -12 * sum b' correction as the MMA's C), but 22% fewer integer ops,
+//   which is what the SM is short of here (bench/NOTES.md gemv10: 1-4% faster on the
+//   benchmark shapes, H100 and H200).
 //
 // MMA mapping (warp task = 16 rows; lane (g, t) = (lane / 4, lane % 4)):
 //   MMA row m is matrix row base + (m & 3) + 32 * (m >> 2), so that in the blocked
@@ -289,7 +292,7 @@ __device__ __forceinline__ void store_out(const Args& args, int64_t l, int64_t r
 //     column 2t + 1 is block 1: every D element is one (row, block) partial.
 //   B fragments: only lane (2t, t) (words 0,1) and lane (2t + 1, t) (words 2,3) are
 //   non-zero; b is decoded once per CTA into shared memory (32 B of b' per chunk in
-//   natural order, {C0, C1, C0, C1}, {sb0, sb1}), and the other lanes read a zero vector.
+//   natural order, {sb0, sb1}), and the other lanes read a zero vector.
 //   Lane (g, t) then holds D[g][2t], D[g][2t+1], D[g+8][2t], D[g+8][2t+1]: exactly the
 //   two blocks of its own chunk for its two rows, whose A scales it reads as 2-byte pairs.
 //
@@ -319,7 +322,7 @@ constexpr int kMmaMaxCluster = 4;           // CTAs splitting one task's K (thre
 #endif
 constexpr int kAutoMaxCluster = NVFP4_SM90_GEMV_AUTO_CLUSTER;
 constexpr int kMinClusterStages = 6;
-constexpr int kMmaBChunkBytes = 32 + 16 + 8;  // b', {C0, C1, C0, C1}, {sb0, sb1}
+constexpr int kMmaBChunkBytes = 32 + 8;  // b', {sb0, sb1}
 
 __host__ __device__ constexpr int mma_rows_bytes(int sc) { return 16 * sc * 8; }        // 8 rows of a stage
 __host__ __device__ constexpr int mma_odd_rows(int sc) { return mma_rows_bytes(sc) + 64; }
@@ -336,26 +339,23 @@ inline size_t mma_smem_bytes(int sc, int tile_cap, int warps, int depth) {
   return mma_b_region_bytes(tile_cap) + static_cast<size_t>(warps) * depth * mma_stage_bytes(sc);
 }
 
-// Decode tables (see above), as the two 32-bit halves of each 8-byte table.
-constexpr uint32_t kLutPosLo = 0xf0f1f2f3u, kLutPosHi = 0xe7ebedefu;  // ~(12 + v)
-constexpr uint32_t kLutNegLo = 0xf6f5f4f3u, kLutNegHi = 0xfffbf9f7u;  // ~(12 - v)
-
-// 8 e2m1 values of `w` -> 8 bytes 12 + 2*value; lo = elements 0..3, hi = 4..7.
-__device__ __forceinline__ void decode_e2m1x8_u8(uint32_t w, uint32_t& lo, uint32_t& hi) {
+// 8 e2m1 values of `w` -> the u8 magnitudes 2|value| of its positive values (p) and of
+// its negative values (n), 0 elsewhere; lo = elements 0..3, hi = 4..7 (see above).
+constexpr uint32_t kMagLo = 0x03020100u, kMagHi = 0x0C080604u;  // 2|v| for codes 0..7
+__device__ __forceinline__ void decode_e2m1x8_pn(uint32_t w, uint32_t& plo, uint32_t& phi, uint32_t& nlo,
+                                                 uint32_t& nhi) {
   asm("{\n\t"
-      ".reg .b32 x, wh, xh, r0, r1, s0, s1;\n\t"
-      "xor.b32 x, %2, 0x88888888;\n\t"
-      "shr.u32 wh, %2, 16;\n\t"
+      ".reg .b32 x, wh, xh;\n\t"
+      "xor.b32 x, %4, 0x88888888;\n\t"
+      "shr.u32 wh, %4, 16;\n\t"
       "shr.u32 xh, x, 16;\n\t"
-      "prmt.b32 r0, %3, %4, %2;\n\t"
-      "prmt.b32 s0, %5, %6, x;\n\t"
-      "prmt.b32 r1, %3, %4, wh;\n\t"
-      "prmt.b32 s1, %5, %6, xh;\n\t"
-      "lop3.b32 %0, r0, s0, 0, 0x3F;\n\t"  // ~(a & b)
-      "lop3.b32 %1, r1, s1, 0, 0x3F;\n\t"
+      "prmt.b32 %0, %5, %6, %4;\n\t"
+      "prmt.b32 %1, %5, %6, wh;\n\t"
+      "prmt.b32 %2, %5, %6, x;\n\t"
+      "prmt.b32 %3, %5, %6, xh;\n\t"
       "}"
-      : "=r"(lo), "=r"(hi)
-      : "r"(w), "r"(kLutPosLo), "r"(kLutPosHi), "r"(kLutNegLo), "r"(kLutNegHi));
+      : "=r"(plo), "=r"(phi), "=r"(nlo), "=r"(nhi)
+      : "r"(w), "r"(kMagLo), "r"(kMagHi));
 }
 
 __device__ __forceinline__ void imma_16832(uint4& d, const uint32_t (&a)[4], uint32_t b0, uint32_t b1) {
@@ -411,9 +411,8 @@ __device__ __forceinline__ void st_cluster_f32(const void* local, uint32_t rank,
 }
 
 // b chunks [t0, t0 + tn) -> shared memory: s_bq[c] = the 32 bytes b' = 2b (s8, natural
-// element order), s_bc[c] = {C0, C1, C0, C1} with C = -12 * sum of the block's b',
-// s_bs[c] = the two block scales in fp32.
-__device__ __forceinline__ void decode_b_tile_mma(uint4* s_bq, uint4* s_bc, float2* s_bs, const uint8_t* b_base,
+// element order), s_bs[c] = the two block scales in fp32.
+__device__ __forceinline__ void decode_b_tile_mma(uint4* s_bq, float2* s_bs, const uint8_t* b_base,
                                                   const uint8_t* sfb_base, bool sfb_blocked, int t0, int tn) {
   for (int c = threadIdx.x; c < tn; c += blockDim.x) {
     const int64_t cg = static_cast<int64_t>(t0) + c;
@@ -422,20 +421,13 @@ __device__ __forceinline__ void decode_b_tile_mma(uint4* s_bq, uint4* s_bc, floa
     uint32_t o[8];
 #pragma unroll
     for (int q = 0; q < 4; ++q) {
-      decode_e2m1x8_u8(words[q], o[2 * q], o[2 * q + 1]);
-      o[2 * q] = __vsub4(o[2 * q], 0x0C0C0C0Cu);  // 12 + 2b -> 2b, per byte
-      o[2 * q + 1] = __vsub4(o[2 * q + 1], 0x0C0C0C0Cu);
-    }
-    int s0 = 0, s1 = 0;
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      s0 = __dp4a(static_cast<int>(o[i]), 0x01010101, s0);
-      s1 = __dp4a(static_cast<int>(o[4 + i]), 0x01010101, s1);
+      uint32_t plo, phi, nlo, nhi;
+      decode_e2m1x8_pn(words[q], plo, phi, nlo, nhi);
+      o[2 * q] = __vsub4(plo, nlo);  // 2b = P - N per byte (s8)
+      o[2 * q + 1] = __vsub4(phi, nhi);
     }
     s_bq[2 * c] = make_uint4(o[0], o[1], o[2], o[3]);
     s_bq[2 * c + 1] = make_uint4(o[4], o[5], o[6], o[7]);
-    const uint32_t c0 = static_cast<uint32_t>(-12 * s0), c1 = static_cast<uint32_t>(-12 * s1);
-    s_bc[c] = make_uint4(c0, c1, c0, c1);
     const uint32_t two = ld_bytes2(sfb_base + sf_chunk_offset(cg, sfb_blocked));
     const __half2_raw sb = __nv_cvt_fp8x2_to_halfraw2(static_cast<__nv_fp8x2_storage_t>(two), __NV_E4M3);
     s_bs[c] = __half22float2(__half2(sb));
@@ -448,7 +440,7 @@ struct MmaLaneAddrs {
   uint32_t sf;       // scale pair of row g, chunk t (row g + 8: + sf_r8)
   uint32_t b1, b2;   // b' words 0,1 / 2,3 of chunk t of the tile, or the zero vector
   uint32_t b1_step, b2_step;  // per chunk (0 for the zero vector)
-  uint32_t bc, bs;   // {C0, C1, C0, C1} / {sb0, sb1} of chunk t of the tile
+  uint32_t bs;       // {sb0, sb1} of chunk t of the tile
 };
 
 // One step: chunks cs + t (tile-relative) of rows g, g + 8 from stage `st`, whose A scale
@@ -463,16 +455,21 @@ __device__ __forceinline__ void mma_step(const MmaLaneAddrs& ad, uint32_t st, in
   const uint4 y = lds128(st + ad.a + kA8 + 64 * u);
   const uint4 p = lds128(ad.b1 + cs * ad.b1_step);
   const uint4 q = lds128(ad.b2 + cs * ad.b2_step);
-  uint4 d = lds128(ad.bc + 16 * cs);
+  uint4 d = make_uint4(0u, 0u, 0u, 0u), e = make_uint4(0u, 0u, 0u, 0u);  // P and N sums
   const uint32_t xw[4] = {x.x, x.y, x.z, x.w}, yw[4] = {y.x, y.y, y.z, y.w};
   const uint32_t bw[8] = {p.x, p.y, p.z, p.w, q.x, q.y, q.z, q.w};
 #pragma unroll
   for (int jw = 0; jw < 4; ++jw) {
-    uint32_t a[4];
-    decode_e2m1x8_u8(xw[jw], a[0], a[2]);
-    decode_e2m1x8_u8(yw[jw], a[1], a[3]);
-    imma_16832(d, a, bw[2 * jw], bw[2 * jw + 1]);
+    uint32_t pa[4], na[4];
+    decode_e2m1x8_pn(xw[jw], pa[0], pa[2], na[0], na[2]);
+    decode_e2m1x8_pn(yw[jw], pa[1], pa[3], na[1], na[3]);
+    imma_16832(d, pa, bw[2 * jw], bw[2 * jw + 1]);
+    imma_16832(e, na, bw[2 * jw], bw[2 * jw + 1]);
   }
+  d.x -= e.x;
+  d.y -= e.y;
+  d.z -= e.z;
+  d.w -= e.w;
   const uint32_t sp0 = lds_u16(st + ad.sf + kSfU * u);
   const uint32_t sp1 = lds_u16(st + ad.sf + kSfR8 + kSfU * u);
   const float2 sb = lds_f2(ad.bs + 8 * cs);
@@ -523,8 +520,7 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
   const int nchunks = args.nchunks;
   const int tile_cap = args.tile_cap;
   uint4* s_bq = reinterpret_cast<uint4*>(smem_raw);
-  uint4* s_bc = reinterpret_cast<uint4*>(smem_raw + 32 * static_cast<size_t>(tile_cap));
-  float2* s_bs = reinterpret_cast<float2*>(smem_raw + 48 * static_cast<size_t>(tile_cap));
+  float2* s_bs = reinterpret_cast<float2*>(smem_raw + 32 * static_cast<size_t>(tile_cap));
   const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
   const uint32_t zero16 = smem_base + mma_zero_offset(tile_cap);
   const uint32_t ring = smem_base + static_cast<uint32_t>(mma_b_region_bytes(tile_cap)) +
@@ -610,8 +606,7 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
   ad.b2 = b_act && (g & 1) ? smem_base + 32 * t + 16 : zero16;
   ad.b1_step = b_act && !(g & 1) ? 32 : 0;
   ad.b2_step = b_act && (g & 1) ? 32 : 0;
-  ad.bc = smem_base + 32 * tile_cap + 16 * t;
-  ad.bs = smem_base + 48 * tile_cap + 8 * t;
+  ad.bs = smem_base + 32 * tile_cap + 8 * t;
 
   float acc0 = 0.0f, acc1 = 0.0f;  // rows g, g + 8
 
@@ -661,7 +656,7 @@ __global__ void __launch_bounds__(kMmaMaxWarps * 32, 2) gemv_mma_kernel(const Ar
   for (int t0 = c_begin; t0 < c_end; t0 += tile_cap) {
     const int tn = min(tile_cap, c_end - t0);
     if (t0 > c_begin) __syncthreads();  // every warp is done with the previous b tile
-    decode_b_tile_mma(s_bq, s_bc, s_bs, args.b + l * args.b_batch, args.sfb + l * args.sfb_batch,
+    decode_b_tile_mma(s_bq, s_bs, args.b + l * args.b_batch, args.sfb + l * args.sfb_batch,
                       args.sfb_blocked != 0, t0, tn);
     __syncthreads();
 #pragma unroll 1
