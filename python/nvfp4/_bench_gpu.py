@@ -203,14 +203,27 @@ class Gemv(Problem):
     def reference(self, h, s):
         return h.torch.einsum("lmk,lk->lm", h.decode(s["a"], s["sfa"]), h.decode(s["b"], s["sfb"]))
 
+    # "blocked": the scales in the blocked layout (the gpu-mode kernels' permuted tensors),
+    # swizzled once per input set outside the timing
+    nv_variants = ("", "blocked")
+
     def nv_prepare(self, h, s, variant):
-        return {"s": s, "out": h.torch.empty(self.L, self.M, dtype=h.torch.float16, device=h.device)}
+        st = {"s": s, "out": h.torch.empty(self.L, self.M, dtype=h.torch.float16, device=h.device)}
+        if variant == "blocked":
+            import nvfp4
+
+            st["sfa"] = nvfp4.swizzle_scales(s["sfa"])
+            st["sfb"] = nvfp4.swizzle_scales(s["sfb"].unsqueeze(1))  # (L, 1, K/16): one row per batch
+        return st
 
     def nv_launch(self, h, st, backend, variant):
         import nvfp4
 
         s = st["s"]
-        nvfp4.gemv(s["a"], s["sfa"], s["b"], s["sfb"], out=st["out"], backend=backend)
+        if variant == "blocked":
+            nvfp4.gemv(s["a"], st["sfa"], s["b"], st["sfb"], sf_layout="blocked", out=st["out"], backend=backend)
+        else:
+            nvfp4.gemv(s["a"], s["sfa"], s["b"], s["sfb"], out=st["out"], backend=backend)
 
 
 class Gemm(Problem):
@@ -235,20 +248,32 @@ class Gemm(Problem):
     def reference(self, h, s):
         return h.decode(s["a"], s["sfa"]) @ h.decode(s["b"], s["sfb"]).T
 
+    nv_variants = ("", "blocked")  # as Gemv
+
     def nv_prepare(self, h, s, variant):
-        return {"s": s, "out": h.torch.empty(self.M, self.N, dtype=h.torch.float16, device=h.device)}
+        st = {"s": s, "out": h.torch.empty(self.M, self.N, dtype=h.torch.float16, device=h.device)}
+        if variant == "blocked":
+            import nvfp4
+
+            st["sfa"] = nvfp4.swizzle_scales(s["sfa"])
+            st["sfb"] = nvfp4.swizzle_scales(s["sfb"])
+        return st
 
     def nv_launch(self, h, st, backend, variant):
         import nvfp4
 
         s = st["s"]
-        nvfp4.gemm(s["a"], s["sfa"], s["b"], s["sfb"], out=st["out"], backend=backend)
+        if variant == "blocked":
+            nvfp4.gemm(s["a"], st["sfa"], s["b"], st["sfb"], sf_layout="blocked", out=st["out"], backend=backend)
+        else:
+            nvfp4.gemm(s["a"], s["sfa"], s["b"], s["sfb"], out=st["out"], backend=backend)
 
 
 class Dual(Gemm):
     """C = silu(A·B1ᵀ) * (A·B2ᵀ)."""
     op = "dual"
     n_b = 2
+    nv_variants = ("",)
 
     def make_set(self, h):
         M, N, K = self.M, self.N, self.K
