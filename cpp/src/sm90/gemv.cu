@@ -6,9 +6,8 @@
 //     the register kernel would split K 4-8 ways; 16-byte aligned operands): the
 //     products and the per-scale-block sums run on the int8 tensor cores (mma.sync
 //     m16n8k32, exact in int32) on A split into the magnitudes of its positive and of
-//     its negative values with prmt table lookups; each
-//     warp streams 16 rows through its own shared-memory ring filled with cp.async.
-//     Details and numerics at the kernel.
+//     its negative values with prmt table lookups; each warp streams 16 rows through
+//     its own shared-memory ring filled with cp.async. Details and numerics at the kernel.
 //   - gemv_reg_kernel (everything else: small M*L, misaligned operands): e2m1 ->
 //     fp16 with integer ops, exact fp16 HFMA2 chains per block; 16-byte
 //     non-allocating loads into a register double buffer; K split across the warps
