@@ -459,6 +459,25 @@ def test_dual_gemm(dev, M, N, K, L, layout, backend, rng):
     assert_matches(dev.get(out), ref, "float16")
 
 
+@pytest.mark.parametrize("backend", [b for b in BACKENDS if b != "portable"])
+@pytest.mark.parametrize("M,N,L,layout", [(8300, 4098, None, "blocked"), (4200, 4100, 2, "linear")])
+def test_dual_gemm_row_chunks(dev, M, N, L, layout, backend, rng):
+    """Products larger than the sm90a path's 256 MiB fp32 scratch run in row chunks (a
+    multiple of 128 rows: 8064 and 3968 here, then a tail); N = 4098 takes the scalar
+    combine, N = 4100 the vectorized one."""
+    K = 64
+    a = Operand(dev, M, K, L, layout, rng)
+    b1, b2 = Operand(dev, N, K, L, layout, rng), Operand(dev, N, K, L, layout, rng)
+    av = a.values(dev)
+    acc1 = dev.get(dev.matmul_t(av, b1.values(dev)))
+    acc2 = dev.get(dev.matmul_t(av, b2.values(dev)))
+    a1, a2 = pow2_alpha(acc1, 3.0), pow2_alpha(acc2, 16.0)
+    ref = R.activation_ref(a1 * acc1, "silu") * (a2 * acc2)
+    out = run_backend(backend, lambda: nvfp4.dual_gemm(a.q, a.sf, b1.q, b1.sf, b2.q, b2.sf, alpha1=a1, alpha2=a2,
+                                                       sf_layout=layout, backend=backend))
+    assert_matches(dev.get(out), ref, "float16")
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("activation", ["silu", "gelu_tanh"])
 @pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])

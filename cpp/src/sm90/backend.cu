@@ -1,13 +1,9 @@
-// The sm90a (Hopper, CC 9.0) backend table. Ops without a Hopper kernel yet are left
-// null: the dispatcher then runs the portable kernel.
-#include "backends.hpp"
+// The sm90a (Hopper, CC 9.0) backend table. Ops without a Hopper path (quantize,
+// dequantize, the scale swizzles, the packed MoE GEMM) are left null: the dispatcher
+// then runs the portable kernel.
+#include "launchers.hpp"
 
 namespace nvfp4 {
-namespace sm90 {
-nvfp4_status_t gemv(const GemmProblem& p, const Exec& exec);
-nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec);
-size_t gemm_workspace(const GemmProblem& p, const Exec& exec);
-}  // namespace sm90
 
 const BackendOps* sm90a_backend() {
   static const BackendOps ops = [] {
@@ -16,6 +12,10 @@ const BackendOps* sm90a_backend() {
     b.gemv = &sm90::gemv;
     b.gemm = &sm90::gemm;
     b.gemm_workspace = &sm90::gemm_workspace;
+    b.dual_gemm = &sm90::dual_gemm;
+    b.dual_gemm_workspace = &sm90::dual_gemm_workspace;
+    b.grouped_gemm = &sm90::grouped_gemm;
+    b.grouped_gemm_workspace = &sm90::grouped_gemm_workspace;
     return b;
   }();
   return &ops;

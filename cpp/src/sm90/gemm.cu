@@ -53,6 +53,7 @@
 #include "collective/mainloop_rs_predecoded.cuh"
 #include "collective/tile_scheduler.cuh"
 #include "collective/x_predecode.cuh"
+#include "launchers.hpp"
 
 namespace nvfp4::sm90 {
 
@@ -488,18 +489,15 @@ size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
   return predecode_bytes(p);
 }
 
-nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
+namespace {
+// What gemm() refuses (NOT_SUPPORTED, with the reason) before it launches anything; with
+// `tmap_w` / `tmap_x` (tiled path only) the operands' tensor maps are also encoded there.
+nvfp4_status_t check_gemm(const GemmProblem& p, const Exec& exec, CUtensorMap* tmap_w, CUtensorMap* tmap_x) {
   if (exec.cc_major != 9 || exec.cc_minor != 0)
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: needs a CC 9.0 device");
   if (p.M <= 0 || p.N <= 0 || p.L <= 0) return NVFP4_SUCCESS;
   if (p.K <= 0 || p.K % 32 != 0) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: K must be a multiple of 32");
-  if (p.M <= kGemvMaxTokens) {
-    for (int64_t m = 0; m < p.M; ++m) {
-      const nvfp4_status_t st = gemv(token_gemv(p, m), exec);
-      if (st != NVFP4_SUCCESS) return st;  // the checks are the same for every token: only the first can refuse
-    }
-    return NVFP4_SUCCESS;
-  }
+  if (p.M <= kGemvMaxTokens) return NVFP4_SUCCESS;  // the GEMV route takes any layout and alignment
   if (!tma_compatible(p.a, p.M, p.L) || !tma_compatible(p.b, p.N, p.L))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: fp4 operands need 16-byte aligned bases and strides");
   const int64_t tiles_w = (p.N + Mainloop::kBlockW - 1) / Mainloop::kBlockW;
@@ -507,10 +505,30 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   if (tiles_x > 65535 || p.L > 65535 || tiles_w * 8 > 0x7FFFFFFF)
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: grid too large");
   if (p.sfa.layout != p.sfb.layout) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: mixed scale layouts");
-
-  CUtensorMap tmap_w, tmap_x;
-  if (!encode_fp4_map(&tmap_w, p.b, p.N, p.K, p.L) || !encode_fp4_map(&tmap_x, p.a, p.M, p.K, p.L))
+  CUtensorMap scratch_w, scratch_x;
+  if (!encode_fp4_map(tmap_w ? tmap_w : &scratch_w, p.b, p.N, p.K, p.L) ||
+      !encode_fp4_map(tmap_x ? tmap_x : &scratch_x, p.a, p.M, p.K, p.L))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: cuTensorMapEncodeTiled unavailable or rejected the operands");
+  return NVFP4_SUCCESS;
+}
+}  // namespace
+
+nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec) { return check_gemm(p, exec, nullptr, nullptr); }
+
+nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
+  CUtensorMap tmap_w, tmap_x;
+  const nvfp4_status_t supported = check_gemm(p, exec, &tmap_w, &tmap_x);
+  if (supported != NVFP4_SUCCESS) return supported;
+  if (p.M <= 0 || p.N <= 0 || p.L <= 0) return NVFP4_SUCCESS;
+  if (p.M <= kGemvMaxTokens) {
+    for (int64_t m = 0; m < p.M; ++m) {
+      const nvfp4_status_t st = gemv(token_gemv(p, m), exec);
+      if (st != NVFP4_SUCCESS) return st;  // the checks are the same for every token: only the first can refuse
+    }
+    return NVFP4_SUCCESS;
+  }
+  const int64_t tiles_w = (p.N + Mainloop::kBlockW - 1) / Mainloop::kBlockW;
+  const int64_t tiles_x = (p.M + Mainloop::kBlockX - 1) / Mainloop::kBlockX;
 
   GemmParams kp{};
   kp.M = p.M;

@@ -1,0 +1,227 @@
+// sm90a dual GEMM  c = act(alpha1 * A * B1^T) * (alpha2 * A * B2^T)  as two sm90a GEMMs
+// with fp32 outputs in the caller's workspace, then one elementwise pass (act, product,
+// one rounding to the output dtype). Same numerics as the portable kernel's fused
+// epilogue: each accumulator scaled by its alpha in fp32, the activation in fp32, one
+// rounding at the end.
+//
+// Not the fused kernel DESIGN §8 describes (A decoded once, two accumulators per CTA):
+// that one would need two 64-register accumulator sets beside the decoded weight
+// fragments of the RS mainloop, i.e. a new tile shape. Composed from the tuned GEMM it
+// still runs ~10-20x faster than the portable dual kernel it replaces on Hopper
+// (bench/NOTES.md "dual and grouped on the sm90a GEMM"); the cost over one fused pass is
+// the second decode of A and the fp32 round trip of the two products.
+//
+// Scratch: two fp32 products of at most kScratchBudget bytes together; larger problems
+// run in row chunks of a multiple of 128 rows (a blocked-scale operand sliced at such a
+// row is again a blocked operand), then the GEMM's own workspace (pre-decoded tokens).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "../common/cuda_check.hpp"
+#include "../common/formats.h"
+#include "launchers.hpp"
+
+namespace nvfp4::sm90 {
+
+namespace {
+
+constexpr size_t kScratchBudget = size_t{256} << 20;  // the two fp32 products
+constexpr size_t kAlign = 256;
+
+size_t round_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
+
+// The same formulas as the portable kernel (portable/gemm.cu), so both backends agree.
+__device__ __forceinline__ float activation(nvfp4_activation_t act, float x) {
+  if (act == NVFP4_ACT_GELU_TANH) return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
+  return x / (1.0f + expf(-x));  // silu
+}
+
+struct CombineArgs {
+  const float* h1;  // [L][rows][N] fp32, alpha1 applied
+  const float* h2;  // same, alpha2 applied
+  int64_t L, rows, N;
+  nvfp4_activation_t act;
+  void* c;          // output row 0 of this chunk
+  int32_t c_dtype;  // DType
+  int64_t c_row, c_col, c_batch;  // elements
+  int32_t vec4;     // N % 4 == 0, c_col == 1, rows and batches 4-element aligned
+};
+
+__device__ __forceinline__ void store_out(const CombineArgs& g, int64_t off, float v) {
+  if (g.c_dtype == static_cast<int32_t>(DType::kFloat16))
+    static_cast<__half*>(g.c)[off] = __float2half_rn(v);
+  else if (g.c_dtype == static_cast<int32_t>(DType::kBFloat16))
+    static_cast<__nv_bfloat16*>(g.c)[off] = __float2bfloat16_rn(v);
+  else
+    static_cast<float*>(g.c)[off] = v;
+}
+
+__device__ __forceinline__ void store_out4(const CombineArgs& g, int64_t off, const float (&v)[4]) {
+  if (g.c_dtype == static_cast<int32_t>(DType::kFloat16)) {
+    const __half2 lo = __floats2half2_rn(v[0], v[1]), hi = __floats2half2_rn(v[2], v[3]);
+    uint2 u;
+    u.x = *reinterpret_cast<const uint32_t*>(&lo);
+    u.y = *reinterpret_cast<const uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(static_cast<__half*>(g.c) + off) = u;
+  } else if (g.c_dtype == static_cast<int32_t>(DType::kBFloat16)) {
+    const __nv_bfloat162 lo = __floats2bfloat162_rn(v[0], v[1]), hi = __floats2bfloat162_rn(v[2], v[3]);
+    uint2 u;
+    u.x = *reinterpret_cast<const uint32_t*>(&lo);
+    u.y = *reinterpret_cast<const uint32_t*>(&hi);
+    *reinterpret_cast<uint2*>(static_cast<__nv_bfloat16*>(g.c) + off) = u;
+  } else {
+    *reinterpret_cast<float4*>(static_cast<float*>(g.c) + off) = make_float4(v[0], v[1], v[2], v[3]);
+  }
+}
+
+// act(h1) * h2 -> c. A programmatic dependent of the second GEMM: it waits for that grid
+// (and so for both products) before reading anything.
+__global__ void __launch_bounds__(256) dual_combine_kernel(const CombineArgs g) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const int64_t per_row = g.vec4 ? g.N / 4 : g.N;
+  const int64_t units = g.L * g.rows * per_row;
+  for (int64_t u = blockIdx.x * int64_t{blockDim.x} + threadIdx.x; u < units; u += int64_t{gridDim.x} * blockDim.x) {
+    const int64_t row = u / per_row;  // l * rows + r
+    const int64_t l = row / g.rows, r = row - l * g.rows;
+    const int64_t out_row = l * g.c_batch + r * g.c_row;
+    if (g.vec4) {
+      const int64_t n = (u - row * per_row) * 4;
+      const float4 x = __ldcs(reinterpret_cast<const float4*>(g.h1 + row * g.N + n));
+      const float4 y = __ldcs(reinterpret_cast<const float4*>(g.h2 + row * g.N + n));
+      const float v[4] = {activation(g.act, x.x) * y.x, activation(g.act, x.y) * y.y, activation(g.act, x.z) * y.z,
+                          activation(g.act, x.w) * y.w};
+      store_out4(g, out_row + n, v);
+    } else {
+      const int64_t n = u - row * per_row;
+      const float x = __ldcs(g.h1 + row * g.N + n), y = __ldcs(g.h2 + row * g.N + n);
+      store_out(g, out_row + n * g.c_col, activation(g.act, x) * y);
+    }
+  }
+}
+
+// Rows per chunk: all M when both products fit the budget, else a multiple of 128.
+int64_t chunk_rows(const DualGemmProblem& p) {
+  const size_t per_row = static_cast<size_t>(p.L) * static_cast<size_t>(p.N) * 2 * sizeof(float);
+  if (per_row * static_cast<size_t>(p.M) <= kScratchBudget) return p.M;
+  const int64_t rows = static_cast<int64_t>(kScratchBudget / per_row) / 128 * 128;
+  return rows < 128 ? 128 : rows;
+}
+
+// The GEMM of rows [m0, m0 + rows) of A against `b` into the fp32 product `h`.
+GemmProblem product(const DualGemmProblem& p, int64_t m0, int64_t rows, const Fp4Operand& b,
+                    const ScaleOperand& sfb, const Alpha& alpha, float* h) {
+  GemmProblem g;
+  g.L = p.L;
+  g.M = rows;
+  g.N = p.N;
+  g.K = p.K;
+  g.a = p.a;
+  g.a.data = p.a.data + m0 * p.a.row_stride;
+  g.sfa = p.sfa;
+  g.sfa.data = p.sfa.data + (p.sfa.layout == NVFP4_SF_BLOCKED ? blocked_sf_offset(m0, 0, p.K) : m0 * p.sfa.row_stride);
+  g.b = b;
+  g.sfb = sfb;
+  g.alpha = alpha;
+  g.c.data = h;
+  g.c.dtype = DType::kFloat32;
+  g.c.row_stride = p.N;
+  g.c.col_stride = 1;
+  g.c.batch_stride = rows * p.N;
+  return g;
+}
+
+struct Plan {
+  int64_t rows = 0;          // per chunk
+  size_t product_bytes = 0;  // one fp32 product of a full chunk (rounded to kAlign)
+  size_t gemm_bytes = 0;     // the GEMMs' own workspace
+  size_t total() const { return 2 * product_bytes + gemm_bytes; }
+};
+
+// NOT_SUPPORTED (nothing launched) when a GEMM of the first chunk would refuse: every
+// chunk has the same operands, strides and layouts, and no more rows than the first.
+nvfp4_status_t plan_dual(const DualGemmProblem& p, const Exec& exec, Plan* plan) {
+  plan->rows = chunk_rows(p);
+  plan->product_bytes = round_up(static_cast<size_t>(p.L * plan->rows * p.N) * sizeof(float));
+  const GemmProblem g1 = product(p, 0, plan->rows, p.b1, p.sfb1, p.alpha1, nullptr);
+  const GemmProblem g2 = product(p, 0, plan->rows, p.b2, p.sfb2, p.alpha2, nullptr);
+  nvfp4_status_t st = gemm_supported(g1, exec);
+  if (st == NVFP4_SUCCESS) st = gemm_supported(g2, exec);
+  if (st != NVFP4_SUCCESS) return st;
+  plan->gemm_bytes = round_up(gemm_workspace(g1, exec));  // g2: the same A, M, K, L
+  return NVFP4_SUCCESS;
+}
+
+}  // namespace
+
+size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec& exec) {
+  if (p.L <= 0 || p.M <= 0 || p.N <= 0) return 0;
+  Plan plan;
+  if (plan_dual(p, exec, &plan) != NVFP4_SUCCESS) return 0;  // the portable kernel runs it: no scratch
+  return plan.total();
+}
+
+nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec) {
+  if (exec.cc_major != 9 || exec.cc_minor != 0)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: needs a CC 9.0 device");
+  if (p.L <= 0 || p.M <= 0 || p.N <= 0) return NVFP4_SUCCESS;
+  Plan plan;
+  const nvfp4_status_t st = plan_dual(p, exec, &plan);
+  if (st != NVFP4_SUCCESS) return st;
+  if (exec.workspace == nullptr || exec.workspace_bytes < plan.total() ||
+      reinterpret_cast<uintptr_t>(exec.workspace) % kAlign != 0)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: needs a %zu-byte workspace (256-byte aligned)",
+                plan.total());
+  uint8_t* ws = static_cast<uint8_t*>(exec.workspace);
+  float* h1 = reinterpret_cast<float*>(ws);
+  float* h2 = reinterpret_cast<float*>(ws + plan.product_bytes);
+  Exec gemm_exec = exec;
+  gemm_exec.workspace = plan.gemm_bytes > 0 ? ws + 2 * plan.product_bytes : nullptr;
+  gemm_exec.workspace_bytes = plan.gemm_bytes;
+
+  const int esize = p.c.dtype == DType::kFloat32 ? 4 : 2;
+  int sm_count = exec.sm_count;
+  if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
+  for (int64_t m0 = 0; m0 < p.M; m0 += plan.rows) {
+    const int64_t rows = p.M - m0 < plan.rows ? p.M - m0 : plan.rows;
+    nvfp4_status_t s = gemm(product(p, m0, rows, p.b1, p.sfb1, p.alpha1, h1), gemm_exec);
+    if (s == NVFP4_SUCCESS) s = gemm(product(p, m0, rows, p.b2, p.sfb2, p.alpha2, h2), gemm_exec);
+    if (s != NVFP4_SUCCESS) return s;
+
+    CombineArgs g;
+    g.h1 = h1;
+    g.h2 = h2;
+    g.L = p.L;
+    g.rows = rows;
+    g.N = p.N;
+    g.act = p.activation;
+    g.c = static_cast<uint8_t*>(p.c.data) + m0 * p.c.row_stride * esize;
+    g.c_dtype = static_cast<int32_t>(p.c.dtype);
+    g.c_row = p.c.row_stride;
+    g.c_col = p.c.col_stride;
+    g.c_batch = p.c.batch_stride;
+    g.vec4 = (p.N % 4 == 0 && p.c.col_stride == 1 && p.c.row_stride % 4 == 0 &&
+              (p.L == 1 || p.c.batch_stride % 4 == 0) &&
+              reinterpret_cast<uintptr_t>(g.c) % (4 * static_cast<uintptr_t>(esize)) == 0)
+                 ? 1
+                 : 0;
+    const int64_t units = p.L * rows * (g.vec4 ? p.N / 4 : p.N);
+    const int64_t blocks_needed = (units + 255) / 256;
+    const int64_t blocks_cap = static_cast<int64_t>(sm_count) * 8;
+    cudaLaunchConfig_t cfg = {};
+    cfg.gridDim = dim3(static_cast<unsigned>(blocks_needed < blocks_cap ? blocks_needed : blocks_cap), 1, 1);
+    cfg.blockDim = dim3(256, 1, 1);
+    cfg.stream = cuda_stream(exec);
+    cudaLaunchAttribute attr[1] = {};
+    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attr[0].val.programmaticStreamSerializationAllowed = 1;
+    cfg.attrs = attr;
+    cfg.numAttrs = 1;
+    NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, dual_combine_kernel, g));
+    NVFP4_CHECK_LAUNCH();
+  }
+  return NVFP4_SUCCESS;
+}
+
+}  // namespace nvfp4::sm90

@@ -1,0 +1,22 @@
+// Launchers of the sm90a (Hopper) backend, one per BackendOps entry it fills
+// (backend.cu), implemented in gemv.cu, gemm.cu, dual_gemm.cu and grouped_gemm.cu.
+#pragma once
+
+#include "../backends.hpp"
+
+namespace nvfp4::sm90 {
+
+nvfp4_status_t gemv(const GemmProblem& p, const Exec& exec);
+nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec);
+size_t gemm_workspace(const GemmProblem& p, const Exec& exec);
+// NVFP4_SUCCESS when gemm(p) would run (it then launches nothing else that could
+// refuse), else NOT_SUPPORTED with the reason; launches nothing. For callers that run
+// several GEMMs and must refuse before the first one writes anything.
+nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec);
+
+nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec);
+size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec& exec);
+nvfp4_status_t grouped_gemm(const GroupedGemmProblem& p, const Exec& exec);
+size_t grouped_gemm_workspace(const GroupedGemmProblem& p, const Exec& exec);
+
+}  // namespace nvfp4::sm90
