@@ -555,6 +555,45 @@ def test_grouped_gemm_packed(dev, Ms, N, K, with_alphas, backend, rng):
     assert_matches(dev.get(out), ref, "float32")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grouped_gemm_packed_many_experts_fp16(dev, backend, rng):
+    """40 experts (the sm90a kernel scans the offsets 32 experts at a time), empty and
+    one-row experts, a 128-row boundary inside an expert, fp16 output."""
+    Ms = [int(x) for x in rng.integers(0, 70, 40)]
+    Ms[3], Ms[7], Ms[11], Ms[30] = 0, 1, 130, 0
+    N, K, G, total = 392, 256, len(Ms), sum(Ms)
+    a = Operand(dev, total, K, None, "linear", rng, lo=0.25, hi=1.0)
+    b = Operand(dev, N, K, G, "linear", rng, lo=0.25, hi=1.0)
+    offsets_host = np.concatenate([[0], np.cumsum(Ms)]).astype(np.int32)
+    av, bv = a.values(dev), b.values(dev)
+    al = rng.choice([0.125, 0.25], G).astype(np.float32)
+    ref = np.zeros((total, N))
+    for g in range(G):
+        lo, hi = offsets_host[g], offsets_host[g + 1]
+        if hi > lo:
+            ref[lo:hi] = al[g] * dev.get(dev.matmul_t(av[lo:hi], bv[g]))
+    out = run_backend(backend, lambda: nvfp4.grouped_gemm_packed(a.q, a.sf, b.q, b.sf, dev.put(offsets_host),
+                                                                 alphas=dev.put(al), backend=backend))
+    assert_matches(dev.get(out), ref, "float16")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_grouped_gemm_packed_bad_table_is_safe(dev, backend, rng):
+    """An offsets table that is not non-decreasing within [0, total_M] (it lives on the
+    device, so it cannot be validated): every backend clamps it; no fault, no hang.
+    Rows it covers for the first time come out finite (the others may be skipped)."""
+    total, N, K = 200, 136, 64
+    a = Operand(dev, total, K, None, "linear", rng, lo=0.25, hi=1.0)
+    b = Operand(dev, N, K, 4, "linear", rng, lo=0.25, hi=1.0)
+    offsets = dev.put(np.array([0, 300, 100, -5, 10 ** 6], np.int32))
+    out = dev.poisoned((total, N), "float32")
+    dev.synchronize()
+    run_backend(backend, lambda: nvfp4.grouped_gemm_packed(a.q, a.sf, b.q, b.sf, offsets, out=out,
+                                                           out_dtype="float32", backend=backend))
+    dev.synchronize()
+    assert np.isfinite(dev.get(out)[:100]).all()
+
+
 # ---------------------------------------------------------------------------
 # quantize / dequantize / swizzle: bit-identical to the CPU library
 # ---------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // The sm90a (Hopper, CC 9.0) backend table. Ops without a Hopper path (quantize,
-// dequantize, the scale swizzles, the packed MoE GEMM) are left null: the dispatcher
-// then runs the portable kernel.
+// dequantize, the scale swizzles) are left null: the dispatcher then runs the portable
+// kernel.
 #include "launchers.hpp"
 
 namespace nvfp4 {
@@ -16,6 +16,8 @@ const BackendOps* sm90a_backend() {
     b.dual_gemm_workspace = &sm90::dual_gemm_workspace;
     b.grouped_gemm = &sm90::grouped_gemm;
     b.grouped_gemm_workspace = &sm90::grouped_gemm_workspace;
+    b.grouped_gemm_packed = &sm90::grouped_gemm_packed;
+    b.grouped_gemm_packed_workspace = &sm90::grouped_gemm_packed_workspace;
     return b;
   }();
   return &ops;

@@ -53,6 +53,7 @@
 #include "collective/mainloop_rs_predecoded.cuh"
 #include "collective/tile_scheduler.cuh"
 #include "collective/x_predecode.cuh"
+#include "gemm_parts.hpp"
 #include "launchers.hpp"
 
 namespace nvfp4::sm90 {
@@ -652,6 +653,48 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     return NVFP4_SUCCESS;
   }
   NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, fused_kernel(kp.num_kb, kp.splits), tmap_w, tmap_x, tmap_sfw, tmap_sfx, kp));
+  NVFP4_CHECK_LAUNCH();
+  return NVFP4_SUCCESS;
+}
+
+
+// ---- Pieces of gemm() for the packed MoE launcher (grouped_packed.cu; gemm_parts.hpp) ----
+
+bool moe_tokens_supported(const Fp4Operand& a, int64_t rows) { return tma_compatible(a, rows, 1); }
+
+bool moe_weight_maps(const Fp4Operand& b, const ScaleOperand& sfb, int64_t N, int64_t K, int64_t G, CUtensorMap* w,
+                     CUtensorMap* sfw, int32_t* sf_mode) {
+  if (!tma_compatible(b, N, G) || !encode_fp4_map(w, b, N, K, G)) return false;
+  *sfw = *w;  // placeholder unless kScaleTma
+  if (scales_tma(sfb, G) && encode_linear_sf_map(sfw, sfb, N, K, G))
+    *sf_mode = kScaleTma;
+  else
+    *sf_mode = scales_async(sfb, G) ? kScaleCpAsync : kScaleSync;
+  return true;
+}
+
+size_t moe_token_bytes(int64_t rows, int64_t K) {
+  const int64_t kpad = (K + 127) / 128 * 128;
+  return static_cast<size_t>((rows * kpad * 2 + 255) / 256 * 256);
+}
+
+nvfp4_status_t moe_predecode_tokens(const Fp4Operand& a, const ScaleOperand& sfa, int64_t rows, int64_t K,
+                                    uint32_t box_rows, void* ws, CUtensorMap* xh_map, const Exec& exec) {
+  const int32_t num_kb = static_cast<int32_t>((K + 127) / 128);
+  const int64_t kpad = static_cast<int64_t>(num_kb) * 128;
+  if (!encode_xh_map(xh_map, ws, rows, kpad, 1, box_rows))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: cuTensorMapEncodeTiled rejected the workspace");
+  const XPredecodeParams xp = predecode_params(a, sfa, rows, K, 1, num_kb, ws, kpad);
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(rows), static_cast<unsigned>(predecode_pieces(num_kb)), 1);
+  cfg.blockDim = dim3(kPredecodeThreads, 1, 1);
+  cfg.stream = cuda_stream(exec);
+  cfg.attrs = attr;
+  cfg.numAttrs = kPdl ? 1 : 0;
+  NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_x_predecode_kernel, xp));
   NVFP4_CHECK_LAUNCH();
   return NVFP4_SUCCESS;
 }

@@ -1,5 +1,6 @@
 // Launchers of the sm90a (Hopper) backend, one per BackendOps entry it fills
-// (backend.cu), implemented in gemv.cu, gemm.cu, dual_gemm.cu and grouped_gemm.cu.
+// (backend.cu), implemented in gemv.cu, gemm.cu, dual_gemm.cu, grouped_gemm.cu and
+// grouped_packed.cu.
 #pragma once
 
 #include "../backends.hpp"
@@ -18,5 +19,7 @@ nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec);
 size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec& exec);
 nvfp4_status_t grouped_gemm(const GroupedGemmProblem& p, const Exec& exec);
 size_t grouped_gemm_workspace(const GroupedGemmProblem& p, const Exec& exec);
+nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec& exec);
+size_t grouped_gemm_packed_workspace(const PackedGroupedGemmProblem& p, const Exec& exec);
 
 }  // namespace nvfp4::sm90

@@ -112,14 +112,21 @@ struct MainloopRSPredecoded {
   // programmatic dependent launch (kPdl) this kernel starts while the pre-decode pass
   // still runs: the first kStages blocks get their weights and scales first, and the
   // fp16 token tiles (the pass's output) only after griddepcontrol.wait.
+  // `l` = batch of the weights (and of their scales); `lx` = batch of the token
+  // workspace (the same, except for the packed MoE kernel: expert l, one token matrix).
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb) {
     RingCursor rc;
-    run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc);
+    run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc, l);
   }
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
                                                       RingCursor& rc) {
+    run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc, l);
+  }
+  static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
+                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
+                                                      RingCursor& rc, int32_t lx) {
     const int lane = threadIdx.x & 31;
     const bool tx_only = p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma;
     const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : p.sf_mode == kScaleTma ? 128u * kSfTmaCols : 0u;
@@ -133,7 +140,7 @@ struct MainloopRSPredecoded {
         // token tiles of the first blocks, once the pre-decode pass is done
         ptx::pdl_wait_primary();
         if (lane == 0)
-          for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, l);
+          for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, lx);
       }
       if (rc.iter + i >= kStages) ptx::mbar_wait(&s.empty[stage], phase ^ 1);
       Stage& st = s.ring[stage];
@@ -141,7 +148,7 @@ struct MainloopRSPredecoded {
       if (lane == 0) {
         ptx::mbar_arrive_expect_tx(bar, tx);
         ptx::tma_load_3d(st.w, tm.w, bar, kb * kPackedRow, static_cast<int32_t>(w0), l);
-        if (i >= early) load_x(st, tm, bar, kb, x0, l);
+        if (i >= early) load_x(st, tm, bar, kb, x0, lx);
         if (p.sf_mode == kScaleBulk) {
           const int64_t tiles_k = p.K / 64;
           const uint8_t* gw = p.sf_w.data + static_cast<int64_t>(l) * p.sf_w.batch_stride +
@@ -166,7 +173,7 @@ struct MainloopRSPredecoded {
     if (nkb == early && nkb > 0) {
       ptx::pdl_wait_primary();
       if (lane == 0)
-        for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, l);
+        for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, lx);
     }
   }
 

@@ -1,0 +1,256 @@
+// sm90a packed MoE GEMM: rows [offsets[g], offsets[g+1]) of A (tokens, all experts in
+// one matrix) times expert g's weights B[g]^T, offsets and alphas on the device, no host
+// synchronisation. One launch over all experts' tiles:
+//   1. the tokens of every expert are decoded once into an fp16 workspace by gemm()'s
+//      pre-decode pass (it does not need the offsets: one total_M x K matrix);
+//   2. one CTA per (weight tile, token-tile slot): the experts' 128-row token tiles are
+//      numbered in expert order; a CTA finds its expert and tile from the offsets (warp 0
+//      scans them 32 experts at a time) and runs the pre-decoded GEMM's mainloop and
+//      lone-CTA epilogue (mainloop_rs_predecoded.cuh, epilogue_cluster_reduce.cuh) on
+//      expert g's weights (batch g of the weight tensor maps) and token rows m_begin +
+//      x0.., storing rows < M_g only. The grid has the upper bound of slots,
+//      ceil((total_M + G * 127) / 128); CTAs past the last tile exit at once.
+// No split-K (every CTA runs the whole K): the MoE shapes give several hundred tiles.
+//
+// Offsets and the token tiles: the CTA reads the offsets before griddepcontrol.wait.
+// That is safe for the same reason as the weight loads of the pre-decoded GEMM
+// (mainloop_rs_predecoded.cuh): this kernel is a programmatic dependent of the pass,
+// which triggers only after its own griddepcontrol.wait, i.e. once every earlier grid
+// (which may have written the offsets) has completed.
+//
+// A table that is not non-decreasing within [0, total_M] is clamped like the portable
+// kernel's (begin, end clamped to [0, total_M], end >= begin): no access leaves the
+// operands; rows may then be skipped (tiles beyond the slot bound are not computed).
+// Kept in its own translation unit: ptxas's schedule of gemm.cu's kernels moves with any
+// kernel added there (bench/NOTES.md gemm30).
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+
+#include "../common/cuda_check.hpp"
+#include "collective/epilogue_cluster_reduce.cuh"
+#include "collective/gemm_params.cuh"
+#include "collective/mainloop_rs_predecoded.cuh"
+#include "gemm_parts.hpp"
+#include "launchers.hpp"
+
+namespace nvfp4::sm90 {
+
+namespace {
+
+using MainloopPre = MainloopRSPredecoded;
+using Epilogue = EpilogueClusterReduce;
+constexpr size_t kSmemBytes = sizeof(MainloopPre::SharedStorage) + 1024;  // + manual 1 KB alignment
+static_assert(Epilogue::kSmemBytes <= sizeof(MainloopPre::Stage) * MainloopPre::kStages,
+              "the epilogue tile reuses the stage ring");
+constexpr size_t kMaxTokenBytes = size_t(1) << 30;  // the fp16 token workspace, as gemm()'s cap
+
+struct MoeArgs {
+  const int32_t* offsets;  // G + 1
+  const float* alphas;     // G, or null (1)
+  int32_t G;
+  int64_t total_M;
+};
+
+struct MoeTile {
+  int32_t g;        // expert
+  int32_t found;    // 0: no tile for this slot
+  int64_t m_begin;  // first token row of the expert
+  int64_t rows;     // M_g
+  int64_t x0;       // first row of the tile inside the expert
+};
+
+// Warp 0: the expert and tile of token-tile slot j; lane `src` writes *out.
+__device__ __forceinline__ void find_tile(const MoeArgs& m, int64_t j, MoeTile* out) {
+  const int lane = threadIdx.x & 31;
+  int64_t start = 0;  // tiles of the experts before this group of 32
+  for (int32_t base = 0; base < m.G; base += 32) {
+    const int32_t g = base + lane;
+    int64_t b = 0, e = 0;
+    if (g < m.G) {
+      b = m.offsets[g];
+      e = m.offsets[g + 1];
+      b = b < 0 ? 0 : (b > m.total_M ? m.total_M : b);
+      e = e < b ? b : (e > m.total_M ? m.total_M : e);
+    }
+    const int64_t n = (e - b + 127) / 128;
+    int64_t inc = n;
+#pragma unroll
+    for (int d = 1; d < 32; d <<= 1) {
+      const int64_t v = __shfl_up_sync(0xFFFFFFFFu, inc, d);
+      if (lane >= d) inc += v;
+    }
+    const int64_t first = start + inc - n;
+    const bool mine = n > 0 && j >= first && j < start + inc;
+    const unsigned hit = __ballot_sync(0xFFFFFFFFu, mine);
+    if (hit != 0) {
+      if (lane == __ffs(hit) - 1) {
+        out->g = g;
+        out->found = 1;
+        out->m_begin = b;
+        out->rows = e - b;
+        out->x0 = (j - first) * 128;
+      }
+      return;
+    }
+    start += __shfl_sync(0xFFFFFFFFu, inc, 31);
+  }
+  if (lane == 0) out->found = 0;
+}
+
+__global__ void __launch_bounds__(MainloopPre::kThreads, 1)
+    nvfp4_sm90_moe_kernel(const __grid_constant__ CUtensorMap tmap_w, const __grid_constant__ CUtensorMap tmap_xh,
+                          const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p, const MoeArgs moe) {
+  extern __shared__ uint8_t smem_raw[];
+  const uintptr_t base = (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023);
+  MainloopPre::SharedStorage& s = *reinterpret_cast<MainloopPre::SharedStorage*>(base);
+  __shared__ MoeTile tile_info;
+
+  if (threadIdx.x < 32) find_tile(moe, blockIdx.y, &tile_info);
+  if (threadIdx.x == 0) {
+    MainloopPre::init_barriers(s, p);
+    ptx::tma_prefetch_desc(&tmap_w);
+    ptx::tma_prefetch_desc(&tmap_xh);
+  }
+  __syncthreads();
+  const MoeTile t = tile_info;
+  if (!t.found) return;  // (uniform over the CTA)
+
+  // This expert's problem: M_g rows, C from row m_begin, alpha from the expert's slot.
+  GemmParams q = p;
+  q.M = t.rows;
+  q.c = static_cast<uint8_t*>(p.c) + t.m_begin * p.c_row_stride * (p.c_dtype == static_cast<int32_t>(DType::kFloat32) ? 4 : 2);
+  q.alpha = 1.0f;
+  q.alpha_ptr = moe.alphas != nullptr ? moe.alphas + t.g : nullptr;
+  const int64_t w0 = static_cast<int64_t>(blockIdx.x) * MainloopPre::kBlockW;
+
+  float* tile = reinterpret_cast<float*>(&s.ring[0]);
+  float alpha;
+  if (threadIdx.x < 128) {
+    ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
+    if (threadIdx.x < 32) {
+      const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
+      MainloopPre::RingCursor rc;
+      MainloopPre::run_producer(s, tm, q, w0, t.m_begin + t.x0, t.g, 0, q.num_kb, rc, 0);
+    }
+    if (kPdl) ptx::pdl_wait_primary();
+    alpha = load_alpha(q);
+    ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
+  } else {
+    ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
+    if (kPdl) ptx::pdl_wait_primary();
+    alpha = load_alpha(q);
+    float sum[64];
+    MainloopPre::run_consumer(s, q, 0, q.num_kb, sum);
+    ptx::named_barrier_sync(1, MainloopPre::kThreads);
+    Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
+  }
+  Epilogue::reduce_and_store(q, tile, 1, 0, w0, t.x0, 0, alpha);
+}
+
+struct MoePlan {
+  int64_t slots = 0, tiles_w = 0;
+  size_t token_bytes = 0;
+};
+
+nvfp4_status_t plan_moe(const PackedGroupedGemmProblem& p, MoePlan* plan) {
+  if (p.K <= 0 || p.K % 32 != 0)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: K must be a multiple of 32");
+  if (p.sfb.layout != NVFP4_SF_LINEAR || p.sfa.layout != NVFP4_SF_LINEAR)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: linear scales only");
+  if (!moe_tokens_supported(p.a, p.total_M))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: fp4 operands need 16-byte aligned rows");
+  plan->slots = (p.total_M + static_cast<int64_t>(p.G) * 127) / 128;
+  plan->tiles_w = (p.N + MainloopPre::kBlockW - 1) / MainloopPre::kBlockW;
+  if (plan->slots > 65535 || plan->tiles_w > 0x7FFFFFFF)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: grid too large");
+  plan->token_bytes = moe_token_bytes(p.total_M, p.K);
+  if (plan->token_bytes > kMaxTokenBytes)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: token workspace over 1 GiB");
+  return NVFP4_SUCCESS;
+}
+
+}  // namespace
+
+size_t grouped_gemm_packed_workspace(const PackedGroupedGemmProblem& p, const Exec& exec) {
+  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0) return 0;
+  MoePlan plan;
+  CUtensorMap w, sfw;
+  int32_t mode = 0;
+  if (plan_moe(p, &plan) != NVFP4_SUCCESS || !moe_weight_maps(p.b, p.sfb, p.N, p.K, p.G, &w, &sfw, &mode)) return 0;
+  return plan.token_bytes;
+}
+
+nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec& exec) {
+  if (exec.cc_major != 9 || exec.cc_minor != 0)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: needs a CC 9.0 device");
+  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0) return NVFP4_SUCCESS;
+  MoePlan plan;
+  const nvfp4_status_t st = plan_moe(p, &plan);
+  if (st != NVFP4_SUCCESS) return st;
+  CUtensorMap tmap_w, tmap_sfw, tmap_xh;
+  GemmParams kp{};
+  if (!moe_weight_maps(p.b, p.sfb, p.N, p.K, p.G, &tmap_w, &tmap_sfw, &kp.sf_mode))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: TMA cannot take the weights");
+  if (exec.workspace == nullptr || exec.workspace_bytes < plan.token_bytes ||
+      reinterpret_cast<uintptr_t>(exec.workspace) % 256 != 0)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: needs a %zu-byte workspace (256-byte aligned)",
+                plan.token_bytes);
+
+  kp.M = p.total_M;  // per CTA: M_g (the kernel)
+  kp.N = p.N;
+  kp.K = p.K;
+  kp.L = 1;
+  kp.num_kb = static_cast<int32_t>((p.K + MainloopPre::kBlockK - 1) / MainloopPre::kBlockK);
+  kp.splits = 1;
+  kp.sf_blocked = 0;
+  kp.x_box_rows = p.total_M < 128 ? static_cast<int32_t>((p.total_M + 7) / 8 * 8) : 128;
+  kp.sf_w = ScaleSrc{p.sfb.data, p.sfb.row_stride, p.sfb.batch_stride, p.N};
+  kp.sf_x = ScaleSrc{p.sfa.data, p.sfa.row_stride, 0, p.total_M};
+  kp.alpha = 1.0f;
+  kp.alpha_ptr = nullptr;
+  kp.c = p.c.data;
+  kp.c_dtype = static_cast<int32_t>(p.c.dtype);
+  const int esize = p.c.dtype == DType::kFloat32 ? 4 : 2;
+  kp.c_vec4 = (p.c.col_stride == 1 && reinterpret_cast<uintptr_t>(p.c.data) % (4 * esize) == 0 &&
+               p.c.row_stride % 4 == 0)
+                  ? 1
+                  : 0;
+  kp.c_row_stride = p.c.row_stride;
+  kp.c_col_stride = p.c.col_stride;
+  kp.c_batch_stride = 0;
+
+  static std::atomic<uint64_t> smem_attr_set{0};
+  const uint64_t dev_bit = uint64_t{1} << (exec.device & 63);
+  if ((smem_attr_set.load(std::memory_order_acquire) & dev_bit) == 0) {
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                        static_cast<int>(kSmemBytes)));
+    smem_attr_set.fetch_or(dev_bit, std::memory_order_acq_rel);
+  }
+
+  const nvfp4_status_t pass = moe_predecode_tokens(p.a, p.sfa, p.total_M, p.K, static_cast<uint32_t>(kp.x_box_rows),
+                                                   exec.workspace, &tmap_xh, exec);
+  if (pass != NVFP4_SUCCESS) return pass;
+
+  MoeArgs moe;
+  moe.offsets = p.offsets;
+  moe.alphas = p.alphas;
+  moe.G = p.G;
+  moe.total_M = p.total_M;
+  cudaLaunchConfig_t cfg = {};
+  cfg.gridDim = dim3(static_cast<unsigned>(plan.tiles_w), static_cast<unsigned>(plan.slots), 1);
+  cfg.blockDim = dim3(MainloopPre::kThreads, 1, 1);
+  cfg.dynamicSmemBytes = kSmemBytes;
+  cfg.stream = cuda_stream(exec);
+  cudaLaunchAttribute attr[1] = {};
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cfg.attrs = attr;
+  cfg.numAttrs = kPdl ? 1 : 0;
+  NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_moe_kernel, tmap_w, tmap_xh, tmap_sfw, kp, moe));
+  NVFP4_CHECK_LAUNCH();
+  return NVFP4_SUCCESS;
+}
+
+}  // namespace nvfp4::sm90
