@@ -193,8 +193,10 @@ NVFP4_API nvfp4_status_t nvfp4_grouped_gemm_packed(const nvfp4_tensor_t* a, cons
                                                    const nvfp4_tensor_t* out, const nvfp4_exec_t* exec);
 
 /* Workspace queries: the scratch bytes the op needs for exactly these arguments on the
- * backend `exec` selects (0 on most paths; the sm90a GEMM's pre-decode path and the
- * sm100a paths need some). Same arguments and validation as the op, plus `bytes`.
+ * backend `exec` selects (0 on the portable paths; the sm90a GEMM's pre-decode path,
+ * the sm90a dual GEMM (two fp32 products, at most 256 MiB + the GEMM's), grouped GEMM
+ * (the largest group's) and packed MoE GEMM (the tokens as fp16) and the sm100a paths
+ * need some). Same arguments and validation as the op, plus `bytes`.
  * An op given less workspace than its query returns fails with INVALID_VALUE. */
 NVFP4_API nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
                                                    const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
