@@ -442,11 +442,8 @@ DUAL_GPU_MODE = [(1536, 512, 7168), (256, 512, 256), (3072, 1024, 1536), (7168, 
 DUAL_ODD = [(1, 7, 32, None), (129, 1000, 96, 3), (1000, 1, 32, 1), (7, 129, 96, None)]
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("M,N,K,L", [s + (1,) for s in DUAL_GPU_MODE] + DUAL_ODD)
-def test_dual_gemm(dev, M, N, K, L, layout, backend, rng):
-    activation = "silu" if (M + N + K) % 2 == 0 or layout == "linear" else "gelu_tanh"
+def dual_case(dev, M, N, K, L, layout, activation, rng):
+    """Random operands of a dual GEMM, power-of-two alphas and the float64 reference."""
     a = Operand(dev, M, K, L, layout, rng)
     b1, b2 = Operand(dev, N, K, L, layout, rng), Operand(dev, N, K, L, layout, rng)
     av = a.values(dev)
@@ -454,6 +451,15 @@ def test_dual_gemm(dev, M, N, K, L, layout, backend, rng):
     acc2 = dev.get(dev.matmul_t(av, b2.values(dev)))
     a1, a2 = pow2_alpha(acc1, 3.0), pow2_alpha(acc2, 16.0)
     ref = R.activation_ref(a1 * acc1, activation) * (a2 * acc2)
+    return a, b1, b2, a1, a2, ref
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L", [s + (1,) for s in DUAL_GPU_MODE] + DUAL_ODD)
+def test_dual_gemm(dev, M, N, K, L, layout, backend, rng):
+    activation = "silu" if (M + N + K) % 2 == 0 or layout == "linear" else "gelu_tanh"
+    a, b1, b2, a1, a2, ref = dual_case(dev, M, N, K, L, layout, activation, rng)
     out = run_backend(backend, lambda: nvfp4.dual_gemm(a.q, a.sf, b1.q, b1.sf, b2.q, b2.sf, alpha1=a1, alpha2=a2,
                                                        activation=activation, sf_layout=layout, backend=backend))
     assert_matches(dev.get(out), ref, "float16")
@@ -465,14 +471,7 @@ def test_dual_gemm_row_chunks(dev, M, N, L, layout, backend, rng):
     """Products larger than the sm90a path's 256 MiB fp32 scratch run in row chunks (a
     multiple of 128 rows: 8064 and 3968 here, then a tail); N = 4098 takes the scalar
     combine, N = 4100 the vectorized one."""
-    K = 64
-    a = Operand(dev, M, K, L, layout, rng)
-    b1, b2 = Operand(dev, N, K, L, layout, rng), Operand(dev, N, K, L, layout, rng)
-    av = a.values(dev)
-    acc1 = dev.get(dev.matmul_t(av, b1.values(dev)))
-    acc2 = dev.get(dev.matmul_t(av, b2.values(dev)))
-    a1, a2 = pow2_alpha(acc1, 3.0), pow2_alpha(acc2, 16.0)
-    ref = R.activation_ref(a1 * acc1, "silu") * (a2 * acc2)
+    a, b1, b2, a1, a2, ref = dual_case(dev, M, N, 64, L, layout, "silu", rng)
     out = run_backend(backend, lambda: nvfp4.dual_gemm(a.q, a.sf, b1.q, b1.sf, b2.q, b2.sf, alpha1=a1, alpha2=a2,
                                                        sf_layout=layout, backend=backend))
     assert_matches(dev.get(out), ref, "float16")

@@ -12,15 +12,15 @@
 // the second decode of A and the fp32 round trip of the two products.
 //
 // Scratch: two fp32 products of at most kScratchBudget bytes together; larger problems
-// run in row chunks of a multiple of 128 rows (a blocked-scale operand sliced at such a
-// row is again a blocked operand), then the GEMM's own workspace (pre-decoded tokens).
+// run in row chunks of a multiple of 128 rows (scales_from_row: a blocked-scale operand
+// sliced at such a row is again a blocked operand), then the GEMM's own workspace (pre-decoded tokens).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
 #include "../common/cuda_check.hpp"
-#include "../common/formats.h"
+#include "gemm_parts.hpp"
 #include "launchers.hpp"
 
 namespace nvfp4::sm90 {
@@ -117,10 +117,8 @@ GemmProblem product(const DualGemmProblem& p, int64_t m0, int64_t rows, const Fp
   g.M = rows;
   g.N = p.N;
   g.K = p.K;
-  g.a = p.a;
-  g.a.data = p.a.data + m0 * p.a.row_stride;
-  g.sfa = p.sfa;
-  g.sfa.data = p.sfa.data + (p.sfa.layout == NVFP4_SF_BLOCKED ? blocked_sf_offset(m0, 0, p.K) : m0 * p.sfa.row_stride);
+  g.a = fp4_from_row(p.a, m0);
+  g.sfa = scales_from_row(p.sfa, m0, p.K);  // m0: a multiple of 128 (chunk_rows)
   g.b = b;
   g.sfb = sfb;
   g.alpha = alpha;

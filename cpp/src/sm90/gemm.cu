@@ -26,6 +26,7 @@
 //   mainloop_rs.cuh              TMA producer + activation decode WGs + RS-wgmma consumers
 //   mainloop_rs_predecoded.cuh   TMA producer (fp16 tokens) + RS-wgmma consumers
 //   x_predecode.cuh              token decode pass
+//   predecoded_tile.cuh          one tile of the pre-decoded kernel by a whole CTA (also the MoE kernel's)
 //   epilogue_cluster_reduce.cuh  split-K reduction over the cluster (DSMEM), alpha, stores;
 //                                a lone CTA's tile from shared memory or straight from registers
 //   tile_scheduler.cuh           tile / K-slice of each CTA (cluster split-K)
@@ -51,6 +52,7 @@
 #include "collective/gemm_params.cuh"
 #include "collective/mainloop_rs.cuh"
 #include "collective/mainloop_rs_predecoded.cuh"
+#include "collective/predecoded_tile.cuh"
 #include "collective/tile_scheduler.cuh"
 #include "collective/x_predecode.cuh"
 #include "gemm_parts.hpp"
@@ -168,29 +170,10 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   }
   __syncthreads();
 
-  float* tile = reinterpret_cast<float*>(&s.ring[0]);
-  float alpha;  // read before the main loop (its load latency hides there)
-  if (threadIdx.x < 128) {
-    ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
-    if (threadIdx.x < 32) {
-      const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
-      MainloopPre::run_producer(s, tm, p, w0, x0, work.batch, work.kb_begin, work.kb_count);
-    }
-    if (kPdl) ptx::pdl_wait_primary();  // (warp 0 waited in run_producer already)
-    alpha = load_alpha(p);
-    ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
-  } else {
-    ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
-    // alpha (which a grid before may write) after the wait; the wait costs the consumers
-    // nothing: their first token tile comes after the same wait
-    if (kPdl) ptx::pdl_wait_primary();
-    alpha = load_alpha(p);
-    float sum[64];
-    MainloopPre::run_consumer(s, p, work.kb_begin, work.kb_count, sum);
-    ptx::named_barrier_sync(1, MainloopPre::kThreads);
-    Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
-  }
-  Epilogue::reduce_and_store(p, tile, p.splits, work.split, w0, x0, work.batch, alpha);
+  const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
+  predecoded_tile(s, tm, p,
+                  PredecodedTileOrigin{w0, x0, x0, work.batch, work.batch, work.batch, work.kb_begin, work.kb_count,
+                                       p.splits, work.split});
 }
 
 // Persistent variant of the pre-decoded kernel for one CTA per tile (splits == 1: large
@@ -458,20 +441,16 @@ namespace {
 #endif
 constexpr int64_t kGemvMaxTokens = NVFP4_SM90_GEMV_MAX_TOKENS;
 
-// Token m of p as a GEMV over the weights: out[l, n] = sum_k b[l, n, k] a[l, m, k]. Row m's
-// scales as a one-row operand: linear, the row itself; blocked, row m's offset inside its
-// 128-row band is a constant added to row 0's layout, so base + blocked_sf_offset(m, 0, K)
-// read as a one-row blocked operand gives exactly row m.
+// Token m of p as a GEMV over the weights: out[l, n] = sum_k b[l, n, k] a[l, m, k], row m's
+// scales as a one-row operand (scales_from_row).
 GemmProblem token_gemv(const GemmProblem& p, int64_t m) {
   GemmProblem g = p;
   g.M = p.N;
   g.N = 1;
   g.a = p.b;
   g.sfa = p.sfb;
-  g.b = p.a;
-  g.b.data = p.a.data + m * p.a.row_stride;
-  g.sfb = p.sfa;
-  g.sfb.data = p.sfa.data + (p.sfa.layout == NVFP4_SF_BLOCKED ? blocked_sf_offset(m, 0, p.K) : m * p.sfa.row_stride);
+  g.b = fp4_from_row(p.a, m);
+  g.sfb = scales_from_row(p.sfa, m, p.K);
   const int64_t esize = p.c.dtype == DType::kFloat32 ? 4 : 2;
   g.c.data = static_cast<uint8_t*>(p.c.data) + m * p.c.row_stride * esize;
   g.c.row_stride = p.c.col_stride;  // out[l, n] = c[l, m, n]

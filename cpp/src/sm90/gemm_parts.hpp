@@ -6,8 +6,25 @@
 #include <cuda.h>
 
 #include "../backends.hpp"
+#include "../common/formats.h"
 
 namespace nvfp4::sm90 {
+
+// Rows m, m+1, ... of an operand as an operand of their own (gemm()'s one-token GEMVs,
+// the dual GEMM's row chunks). Scales: linear, from row m; blocked, row m's offset inside
+// its 128-row band is a constant added to row 0's layout, so base + blocked_sf_offset(m,
+// 0, K) is exactly row m read as a one-row blocked operand, and a blocked operand of
+// rows m.. when m is a multiple of 128.
+inline Fp4Operand fp4_from_row(const Fp4Operand& op, int64_t m) {
+  Fp4Operand r = op;
+  r.data = op.data + m * op.row_stride;
+  return r;
+}
+inline ScaleOperand scales_from_row(const ScaleOperand& sf, int64_t m, int64_t K) {
+  ScaleOperand r = sf;
+  r.data = sf.data + (sf.layout == NVFP4_SF_BLOCKED ? blocked_sf_offset(m, 0, K) : m * sf.row_stride);
+  return r;
+}
 
 // The token matrix's alignment and strides suit the pass and TMA (as gemm() requires).
 bool moe_tokens_supported(const Fp4Operand& a, int64_t rows);

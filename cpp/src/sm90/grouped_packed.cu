@@ -5,8 +5,8 @@
 //      pre-decode pass (it does not need the offsets: one total_M x K matrix);
 //   2. one CTA per (weight tile, token-tile slot): the experts' 128-row token tiles are
 //      numbered in expert order; a CTA finds its expert and tile from the offsets (warp 0
-//      scans them 32 experts at a time) and runs the pre-decoded GEMM's mainloop and
-//      lone-CTA epilogue (mainloop_rs_predecoded.cuh, epilogue_cluster_reduce.cuh) on
+//      scans them 32 experts at a time) and computes it as the pre-decoded GEMM computes
+//      a tile (collective/predecoded_tile.cuh: its mainloop and lone-CTA epilogue) on
 //      expert g's weights (batch g of the weight tensor maps) and token rows m_begin +
 //      x0.., storing rows < M_g only. The grid has the upper bound of slots,
 //      ceil((total_M + G * 127) / 128); CTAs past the last tile exit at once.
@@ -32,6 +32,7 @@
 #include "collective/epilogue_cluster_reduce.cuh"
 #include "collective/gemm_params.cuh"
 #include "collective/mainloop_rs_predecoded.cuh"
+#include "collective/predecoded_tile.cuh"
 #include "gemm_parts.hpp"
 #include "launchers.hpp"
 
@@ -125,28 +126,8 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   q.alpha_ptr = moe.alphas != nullptr ? moe.alphas + t.g : nullptr;
   const int64_t w0 = static_cast<int64_t>(blockIdx.x) * MainloopPre::kBlockW;
 
-  float* tile = reinterpret_cast<float*>(&s.ring[0]);
-  float alpha;
-  if (threadIdx.x < 128) {
-    ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
-    if (threadIdx.x < 32) {
-      const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
-      MainloopPre::RingCursor rc;
-      MainloopPre::run_producer(s, tm, q, w0, t.m_begin + t.x0, t.g, 0, q.num_kb, rc, 0);
-    }
-    if (kPdl) ptx::pdl_wait_primary();
-    alpha = load_alpha(q);
-    ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
-  } else {
-    ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
-    if (kPdl) ptx::pdl_wait_primary();
-    alpha = load_alpha(q);
-    float sum[64];
-    MainloopPre::run_consumer(s, q, 0, q.num_kb, sum);
-    ptx::named_barrier_sync(1, MainloopPre::kThreads);
-    Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
-  }
-  Epilogue::reduce_and_store(q, tile, 1, 0, w0, t.x0, 0, alpha);
+  const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
+  predecoded_tile(s, tm, q, PredecodedTileOrigin{w0, t.x0, t.m_begin + t.x0, t.g, 0, 0, 0, q.num_kb, 1, 0});
 }
 
 struct MoePlan {

@@ -115,11 +115,6 @@ struct MainloopRSPredecoded {
   // `l` = batch of the weights (and of their scales); `lx` = batch of the token
   // workspace (the same, except for the packed MoE kernel: expert l, one token matrix).
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
-                                                      int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb) {
-    RingCursor rc;
-    run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc, l);
-  }
-  static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
                                                       RingCursor& rc) {
     run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc, l);

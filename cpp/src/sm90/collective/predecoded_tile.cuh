@@ -1,0 +1,58 @@
+// One output tile of the pre-decoded sm90a GEMM computed by a whole CTA (384 threads),
+// once its ring barriers are initialised: warp 0 produces (weights and their scales from
+// batch `lw`, fp16 token tiles from batch `lx` starting at workspace row `x_row`), the
+// consumer warpgroups run the main loop over K blocks kb0 .. kb0 + nkb - 1, then the
+// epilogue reduces the `splits` tiles of the cluster and stores rows x0.. of output batch
+// `lc` (rows < p.M, columns < p.N). Shared by the pre-decoded GEMM kernel (gemm.cu) and the
+// packed MoE kernel (grouped_packed.cu), whose expert tiles differ only in these origins.
+#pragma once
+
+#include <stdint.h>
+
+#include "epilogue_cluster_reduce.cuh"
+#include "gemm_params.cuh"
+#include "mainloop_rs_predecoded.cuh"
+#include "ptx.cuh"
+
+namespace nvfp4::sm90 {
+
+struct PredecodedTileOrigin {
+  int64_t w0;     // first weight row (output column)
+  int64_t x0;     // first output row of the tile
+  int64_t x_row;  // its first token row in the workspace
+  int32_t lw, lx, lc;  // batch of the weights, of the token workspace, of the output
+  int32_t kb0, nkb;    // this CTA's K blocks
+  int32_t splits, split;  // CTAs of the split-K cluster, and this one's rank
+};
+
+__device__ __forceinline__ void predecoded_tile(MainloopRSPredecoded::SharedStorage& s,
+                                                const MainloopRSPredecoded::TmaDescs& tm, const GemmParams& p,
+                                                const PredecodedTileOrigin& o) {
+  using MainloopPre = MainloopRSPredecoded;
+  using Epilogue = EpilogueClusterReduce;
+  float* tile = reinterpret_cast<float*>(&s.ring[0]);
+  float alpha;  // read before the main loop (its load latency hides there)
+  if (threadIdx.x < 128) {
+    ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
+    if (threadIdx.x < 32) {
+      MainloopPre::RingCursor rc;
+      MainloopPre::run_producer(s, tm, p, o.w0, o.x_row, o.lw, o.kb0, o.nkb, rc, o.lx);
+    }
+    if (kPdl) ptx::pdl_wait_primary();  // (warp 0 waited in run_producer already)
+    alpha = load_alpha(p);
+    ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
+  } else {
+    ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
+    // alpha (which a grid before may write) after the wait; the wait costs the consumers
+    // nothing: their first token tile comes after the same wait
+    if (kPdl) ptx::pdl_wait_primary();
+    alpha = load_alpha(p);
+    float sum[64];
+    MainloopPre::run_consumer(s, p, o.kb0, o.nkb, sum);
+    ptx::named_barrier_sync(1, MainloopPre::kThreads);
+    Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
+  }
+  Epilogue::reduce_and_store(p, tile, o.splits, o.split, o.w0, o.x0, o.lc, alpha);
+}
+
+}  // namespace nvfp4::sm90
