@@ -24,59 +24,11 @@ reported next to its time. Peers need torch; bench/run.py skips them when it is 
 from __future__ import annotations
 
 from nvfp4._bench_gpu import Dequantize, Dual, Gemm, Gemv, Grouped, Impl, Quantize, Swizzle
+from nvfp4._bench_peers import CublasBf16
 
 
 def _ceil16(n: int) -> int:
     return -(-n // 16) * 16
-
-
-class CublasBf16(Impl):
-    name = "cuBLAS bf16"
-
-    def skip_reason(self, h, p):
-        if not isinstance(p, (Gemv, Gemm, Grouped)):
-            return f"no bf16 matmul peer for {p.op}"
-        return None
-
-    def set_bytes(self, p):
-        if isinstance(p, Gemv):
-            return 2 * p.L * (p.M * p.K + p.K + p.M)
-        if isinstance(p, Gemm):   # Dual too: A, B1 and B2 (as [B1;B2]), the output
-            return 2 * ((p.M + p.n_b * p.N) * p.K + p.M * p.N)
-        return 2 * ((p.T + p.G * p.N) * p.K + p.T * p.N)
-
-    def prepare(self, h, p, s):
-        t, bf = h.torch, h.torch.bfloat16
-        if isinstance(p, Gemv):
-            return {"a": h.decode(s["a"], s["sfa"], bf), "b": h.decode(s["b"], s["sfb"], bf).unsqueeze(-1),
-                    "out": t.empty(p.L, p.M, 1, dtype=bf, device=h.device)}
-        if isinstance(p, Dual):
-            b12 = t.cat((h.decode(s["b1"], s["sfb1"], bf), h.decode(s["b2"], s["sfb2"], bf)))
-            return {"a": h.decode(s["a"], s["sfa"], bf), "b12": b12, "N": p.N}
-        if isinstance(p, Gemm):
-            return {"a": h.decode(s["a"], s["sfa"], bf), "b": h.decode(s["b"], s["sfb"], bf),
-                    "out": t.empty(p.M, p.N, dtype=bf, device=h.device)}
-        a, b = h.decode(s["a"], s["sfa"], bf), h.decode(s["b"], s["sfb"], bf)
-        out = t.empty(p.T, p.N, dtype=bf, device=h.device)
-        rows = [(p.offsets[g], p.offsets[g + 1]) for g in range(p.G)]
-        return {"out": out, "groups": [(a[lo:hi], b[g].t(), out[lo:hi]) for g, (lo, hi) in enumerate(rows) if hi > lo]}
-
-    def launch(self, h, st):
-        t = h.torch
-        if "groups" in st:
-            for a, bt, out in st["groups"]:
-                t.mm(a, bt, out=out)
-        elif "b12" in st:
-            hh = t.matmul(st["a"], st["b12"].t())
-            n = st["N"]
-            st["out"] = t.nn.functional.silu(hh[:, :n]) * hh[:, n:]
-        else:
-            bt = st["b"] if st["b"].dim() == 3 else st["b"].t()
-            t.matmul(st["a"], bt, out=st["out"])
-
-    def result(self, st):
-        out = st["out"]
-        return out[..., 0] if out.dim() == 3 else out
 
 
 class GroupedBf16Loop(CublasBf16):

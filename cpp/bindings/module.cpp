@@ -1,146 +1,74 @@
-// nanobind module: converts DLPack arrays to nvfp4_tensor_t, calls the C ABI and
-// turns a failed status into a Python exception. No validation lives here
-// (api.cpp does it) and no allocation (the Python layer allocates outputs).
+// nanobind module: one call per op. Converts the arguments (op_args.hpp), allocates the
+// outputs the caller did not pass, calls the C ABI with the GIL released, and turns a
+// failed status into a Python exception. No validation lives here (api.cpp does it; the
+// output shapes below are inferred only where the operands' ranks allow, else a 0-element
+// placeholder lets the C ABI report what is wrong). Scratch is the library's cached
+// workspace (NVFP4_WORKSPACE_CACHED): no size query, no allocation per call.
 #include <nanobind/nanobind.h>
-#include <nanobind/ndarray.h>
-#include <nanobind/stl/optional.h>
 #include <nanobind/stl/string.h>
-#include <nanobind/stl/vector.h>
 
-#include <optional>
+#include <cstring>
 #include <string>
 #include <vector>
 
-#include "nvfp4/nvfp4.h"
+#include "op_args.hpp"
 
 namespace nb = nanobind;
+using nvfp4_bindings::OpArgs;
+using nvfp4_bindings::parse_layout;
 
 namespace {
 
-using InArray = nb::ndarray<nb::ro>;   // inputs: read-only arrays accepted
-using OutArray = nb::ndarray<>;        // outputs: must be writable
+// The GIL is released around every call into the library.
+#define CALL(expr)                                                \
+  do {                                                            \
+    nvfp4_status_t st_;                                           \
+    {                                                             \
+      nb::gil_scoped_release release_;                            \
+      st_ = (expr);                                               \
+    }                                                             \
+    if (st_ != NVFP4_SUCCESS) nvfp4_bindings::raise_status(st_);  \
+  } while (0)
 
-// DLPack type codes beyond nanobind's enum (DLPack 1.1).
-constexpr uint8_t kDLFloat8_e4m3fn = 10;
-constexpr uint8_t kDLFloat4_e2m1fn = 17;
-
-[[noreturn]] void raise_status(nvfp4_status_t st) {
-  const char* msg = nvfp4_last_error();
-  switch (st) {
-    case NVFP4_ERROR_INVALID_VALUE: throw nb::value_error(msg);
-    case NVFP4_ERROR_INVALID_TYPE: throw nb::type_error(msg);
-    case NVFP4_ERROR_NOT_SUPPORTED:
-      PyErr_SetString(PyExc_NotImplementedError, msg);
-      throw nb::python_error();
-    default: throw std::runtime_error(std::string(nvfp4_status_string(st)) + ": " + msg);
-  }
+const char* float_dtype(const char* op, const char* arg, const char* name) {
+  for (const char* ok : {"float16", "bfloat16", "float32"})
+    if (std::strcmp(ok, name) == 0) return name;
+  throw nb::value_error(
+      (std::string(op) + ": " + arg + " must be one of float16, bfloat16, float32, got '" + name + "'").c_str());
 }
 
-void check(nvfp4_status_t st) {
-  if (st != NVFP4_SUCCESS) raise_status(st);
+nvfp4_activation_t parse_activation(const char* s) {
+  if (std::strcmp(s, "silu") == 0) return NVFP4_ACT_SILU;
+  if (std::strcmp(s, "gelu_tanh") == 0) return NVFP4_ACT_GELU_TANH;
+  throw nb::value_error((std::string("activation must be 'silu' or 'gelu_tanh', got '") + s + "'").c_str());
 }
 
-std::string describe_dtype(const nb::dlpack::dtype& d) {
-  return "DLPack dtype (code " + std::to_string(d.code) + ", bits " + std::to_string(d.bits) + ", lanes " +
-         std::to_string(d.lanes) + ")";
+// Output shape of gemm / dual: a (.., M, K/2), b (.., N, K/2) -> (.., M, N); -1: unknown.
+int gemm_out_shape(const nvfp4_tensor_t& a, const nvfp4_tensor_t& b, int64_t* shape) {
+  if ((a.ndim != 2 && a.ndim != 3) || b.ndim < 2) return -1;
+  for (int i = 0; i < a.ndim - 1; ++i) shape[i] = a.shape[i];
+  shape[a.ndim - 1] = b.shape[b.ndim - 2];
+  return a.ndim;
 }
 
-template <class Array>
-nvfp4_tensor_t to_tensor(const Array& a, const char* name) {
-  nvfp4_tensor_t t{};
-  const nb::dlpack::dtype d = a.dtype();
-  using Code = nb::dlpack::dtype_code;
-  const uint8_t code = d.code;
-  if (code == static_cast<uint8_t>(Code::UInt) && d.bits == 8 && d.lanes == 1) t.dtype = NVFP4_DTYPE_UINT8;
-  else if (code == static_cast<uint8_t>(Code::Int) && d.bits == 8 && d.lanes == 1) t.dtype = NVFP4_DTYPE_INT8;
-  else if (code == static_cast<uint8_t>(Code::Int) && d.bits == 32 && d.lanes == 1) t.dtype = NVFP4_DTYPE_INT32;
-  else if (code == static_cast<uint8_t>(Code::Float) && d.bits == 16 && d.lanes == 1) t.dtype = NVFP4_DTYPE_FLOAT16;
-  else if (code == static_cast<uint8_t>(Code::Float) && d.bits == 32 && d.lanes == 1) t.dtype = NVFP4_DTYPE_FLOAT32;
-  else if (code == static_cast<uint8_t>(Code::Float) && d.bits == 64 && d.lanes == 1) t.dtype = NVFP4_DTYPE_FLOAT64;
-  else if (code == static_cast<uint8_t>(Code::Bfloat) && d.bits == 16 && d.lanes == 1) t.dtype = NVFP4_DTYPE_BFLOAT16;
-  else if (code == kDLFloat8_e4m3fn && d.bits == 8 && d.lanes == 1) t.dtype = NVFP4_DTYPE_E4M3;
-  else if (code == kDLFloat4_e2m1fn && ((d.bits == 4 && d.lanes == 2) || (d.bits == 8 && d.lanes == 1)))
-    t.dtype = NVFP4_DTYPE_FP4X2;
-  else
-    throw nb::type_error((std::string("argument '") + name + "': unsupported " + describe_dtype(d)).c_str());
-
-  const int dev = a.device_type();
-  if (dev == nb::device::cpu::value || dev == nb::device::cuda_host::value) {
-    t.device_type = NVFP4_DEVICE_CPU;
-  } else if (dev == nb::device::cuda::value || dev == nb::device::cuda_managed::value) {
-    t.device_type = NVFP4_DEVICE_CUDA;
-  } else {
-    throw nb::type_error((std::string("argument '") + name + "': arrays on DLPack device type " +
-                          std::to_string(dev) + " are not supported (CPU or CUDA only)").c_str());
-  }
-  t.device_id = a.device_id();
-  if (a.ndim() > NVFP4_MAX_DIMS)
-    throw nb::value_error((std::string("argument '") + name + "': rank " + std::to_string(a.ndim()) +
-                           " exceeds the maximum of " + std::to_string(NVFP4_MAX_DIMS)).c_str());
-  t.ndim = static_cast<int32_t>(a.ndim());
-  for (size_t i = 0; i < a.ndim(); ++i) {
-    t.shape[i] = static_cast<int64_t>(a.shape(i));
-    t.strides[i] = static_cast<int64_t>(a.stride(i));
-  }
-  t.data = const_cast<void*>(static_cast<const void*>(a.data()));
-  return t;
+std::vector<nb::handle> items(nb::handle seq, const char* what) {
+  nb::object fast = nb::steal(PySequence_Fast(seq.ptr(), what));
+  if (!fast.is_valid()) throw nb::python_error();
+  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.ptr());
+  PyObject** p = PySequence_Fast_ITEMS(fast.ptr());
+  std::vector<nb::handle> out(p, p + n);
+  for (nb::handle h : out) h.inc_ref();  // `fast` may be a temporary list
+  return out;
 }
 
-nvfp4_sf_layout_t parse_layout(const std::string& s) {
-  if (s == "linear") return NVFP4_SF_LINEAR;
-  if (s == "blocked") return NVFP4_SF_BLOCKED;
-  throw nb::value_error(("sf_layout must be 'linear' or 'blocked', got '" + s + "'").c_str());
-}
-
-nvfp4_backend_t parse_backend(const std::string& s) {
-  if (s == "auto") return NVFP4_BACKEND_AUTO;
-  if (s == "cpu") return NVFP4_BACKEND_CPU;
-  if (s == "portable") return NVFP4_BACKEND_PORTABLE;
-  if (s == "sm90a") return NVFP4_BACKEND_SM90A;
-  if (s == "sm100a") return NVFP4_BACKEND_SM100A;
-  throw nb::value_error(("backend must be one of auto, cpu, portable, sm90a, sm100a; got '" + s + "'").c_str());
-}
-
-// A Python float, or a 1-element fp32 array on the device (read at kernel time).
-nvfp4_scalar_t to_scalar(float value, const std::optional<InArray>& array, const char* name) {
-  nvfp4_scalar_t s{value, nullptr};
-  if (array) {
-    nvfp4_tensor_t t = to_tensor(*array, name);
-    int64_t n = 1;
-    for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
-    if (t.dtype != NVFP4_DTYPE_FLOAT32 || n != 1)
-      throw nb::value_error((std::string("argument '") + name + "': an array scalar must be a 1-element float32 array").c_str());
-    if (t.device_type == NVFP4_DEVICE_CPU) {
-      s.value = *static_cast<const float*>(t.data);
-    } else {
-      s.device_ptr = static_cast<const float*>(t.data);
-    }
-  }
-  return s;
-}
-
-struct ExecArgs {
-  nvfp4_exec_t exec{};
-  ExecArgs(uintptr_t stream, const std::string& backend, const std::optional<OutArray>& workspace) {
-    exec.stream = reinterpret_cast<nvfp4_stream_t>(stream);
-    exec.backend = parse_backend(backend);
-    if (workspace) {
-      exec.workspace = workspace->data();
-      exec.workspace_bytes = workspace->nbytes();
-    }
+// Drops the references items() took.
+struct Items {
+  std::vector<nb::handle> v;
+  Items(nb::handle seq, const char* what) : v(items(seq, what)) {}
+  ~Items() {
+    for (nb::handle h : v) h.dec_ref();
   }
 };
-
-// The GIL is released around every call into the library.
-#define CALL(expr)                          \
-  do {                                      \
-    nvfp4_status_t st_;                     \
-    {                                       \
-      nb::gil_scoped_release release_;      \
-      st_ = (expr);                         \
-    }                                       \
-    check(st_);                             \
-  } while (0)
 
 }  // namespace
 
@@ -152,7 +80,8 @@ NB_MODULE(_nvfp4_ext, m) {
   m.def("device_count", [] { return nvfp4_device_count(); });
   m.def("device_info", [](int device) {
     nvfp4_device_info_t info{};
-    check(nvfp4_device_info(device, &info));
+    nvfp4_status_t st = nvfp4_device_info(device, &info);
+    if (st != NVFP4_SUCCESS) nvfp4_bindings::raise_status(st);
     nb::dict d;
     d["device"] = info.device_id;
     d["name"] = std::string(info.name);
@@ -169,119 +98,218 @@ NB_MODULE(_nvfp4_ext, m) {
   m.def("blocked_scale_bytes", &nvfp4_blocked_scale_bytes, nb::arg("rows"), nb::arg("k"));
   m.def("blocked_scale_offset", &nvfp4_blocked_scale_offset, nb::arg("row"), nb::arg("col"), nb::arg("k"));
 
-  m.def("gemv", [](InArray a, InArray sfa, InArray b, InArray sfb, float alpha, std::optional<InArray> alpha_arr,
-                   const std::string& layout, OutArray out, uintptr_t stream, const std::string& backend) {
-    nvfp4_tensor_t ta = to_tensor(a, "a"), tsa = to_tensor(sfa, "sfa"), tb = to_tensor(b, "b"),
-                   tsb = to_tensor(sfb, "sfb"), to = to_tensor(out, "out");
-    nvfp4_scalar_t s = to_scalar(alpha, alpha_arr, "alpha");
-    ExecArgs e(stream, backend, std::nullopt);
-    CALL(nvfp4_gemv(&ta, &tsa, &tb, &tsb, s, parse_layout(layout), &to, &e.exec));
-  });
+  // Every op: arrays as any DLPack object, `out` None (allocated here) or an array,
+  // `stream` None / int / stream object, `alloc` None or the Python layer's allocator
+  // for arrays without the exchange API. Returns the output(s).
+  m.def("gemv", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle alpha, const char* layout,
+                   const char* out_dtype, nb::handle out, nb::handle stream, const char* backend, nb::handle alloc) {
+    OpArgs args("gemv", alloc);
+    nvfp4_tensor_t ta = args.input(a, "a"), tsa = args.input(sfa, "sfa"), tb = args.input(b, "b"),
+                   tsb = args.input(sfb, "sfb"), to;
+    const nvfp4_scalar_t s = args.scalar(alpha, "alpha");
+    int64_t shape[2] = {ta.shape[0], ta.shape[1]};
+    const int nd = (ta.ndim == 2 || ta.ndim == 3) ? ta.ndim - 1 : -1;
+    nb::object result = args.output_or_new(out, shape, nd, float_dtype("gemv", "out_dtype", out_dtype), &to);
+    const nvfp4_exec_t e = args.exec(stream, backend);
+    CALL(nvfp4_gemv(&ta, &tsa, &tb, &tsb, s, parse_layout(layout), &to, &e));
+    return result;
+  }, nb::arg("a").none(), nb::arg("sfa").none(), nb::arg("b").none(), nb::arg("sfb").none(), nb::arg("alpha").none(),
+     nb::arg("layout"), nb::arg("out_dtype"), nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"),
+     nb::arg("alloc").none());
 
-  // Ops that may need scratch take `workspace` and `query`: with query=True they only
-  // return the bytes the op needs (its *_workspace_size), else they run and return 0.
-  m.def("gemm", [](InArray a, InArray sfa, InArray b, InArray sfb, float alpha, std::optional<InArray> alpha_arr,
-                   const std::string& layout, OutArray out, uintptr_t stream, const std::string& backend,
-                   std::optional<OutArray> workspace, bool query) {
-    nvfp4_tensor_t ta = to_tensor(a, "a"), tsa = to_tensor(sfa, "sfa"), tb = to_tensor(b, "b"),
-                   tsb = to_tensor(sfb, "sfb"), to = to_tensor(out, "out");
-    nvfp4_scalar_t s = to_scalar(alpha, alpha_arr, "alpha");
-    ExecArgs e(stream, backend, workspace);
-    size_t bytes = 0;
-    if (query) CALL(nvfp4_gemm_workspace_size(&ta, &tsa, &tb, &tsb, parse_layout(layout), &to, &e.exec, &bytes));
-    else CALL(nvfp4_gemm(&ta, &tsa, &tb, &tsb, s, parse_layout(layout), &to, &e.exec));
-    return bytes;
-  });
+  m.def("gemm", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle alpha, const char* layout,
+                   const char* out_dtype, nb::handle out, nb::handle stream, const char* backend, nb::handle alloc) {
+    OpArgs args("gemm", alloc);
+    nvfp4_tensor_t ta = args.input(a, "a"), tsa = args.input(sfa, "sfa"), tb = args.input(b, "b"),
+                   tsb = args.input(sfb, "sfb"), to;
+    const nvfp4_scalar_t s = args.scalar(alpha, "alpha");
+    int64_t shape[3];
+    const int nd = gemm_out_shape(ta, tb, shape);
+    nb::object result = args.output_or_new(out, shape, nd, float_dtype("gemm", "out_dtype", out_dtype), &to);
+    const nvfp4_exec_t e = args.exec(stream, backend);
+    CALL(nvfp4_gemm(&ta, &tsa, &tb, &tsb, s, parse_layout(layout), &to, &e));
+    return result;
+  }, nb::arg("a").none(), nb::arg("sfa").none(), nb::arg("b").none(), nb::arg("sfb").none(), nb::arg("alpha").none(),
+     nb::arg("layout"), nb::arg("out_dtype"), nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"),
+     nb::arg("alloc").none());
 
-  m.def("dual_gemm", [](InArray a, InArray sfa, InArray b1, InArray sfb1, InArray b2, InArray sfb2, float alpha1,
-                        std::optional<InArray> alpha1_arr, float alpha2, std::optional<InArray> alpha2_arr,
-                        const std::string& activation, const std::string& layout, OutArray out, uintptr_t stream,
-                        const std::string& backend, std::optional<OutArray> workspace, bool query) {
-    nvfp4_activation_t act;
-    if (activation == "silu") act = NVFP4_ACT_SILU;
-    else if (activation == "gelu_tanh") act = NVFP4_ACT_GELU_TANH;
-    else throw nb::value_error(("activation must be 'silu' or 'gelu_tanh', got '" + activation + "'").c_str());
-    nvfp4_tensor_t ta = to_tensor(a, "a"), tsa = to_tensor(sfa, "sfa"), tb1 = to_tensor(b1, "b1"),
-                   tsb1 = to_tensor(sfb1, "sfb1"), tb2 = to_tensor(b2, "b2"), tsb2 = to_tensor(sfb2, "sfb2"),
-                   to = to_tensor(out, "out");
-    nvfp4_scalar_t s1 = to_scalar(alpha1, alpha1_arr, "alpha1"), s2 = to_scalar(alpha2, alpha2_arr, "alpha2");
-    ExecArgs e(stream, backend, workspace);
-    size_t bytes = 0;
-    if (query)
-      CALL(nvfp4_dual_gemm_workspace_size(&ta, &tsa, &tb1, &tsb1, &tb2, &tsb2, s1, s2, act, parse_layout(layout), &to,
-                                          &e.exec, &bytes));
-    else CALL(nvfp4_dual_gemm(&ta, &tsa, &tb1, &tsb1, &tb2, &tsb2, s1, s2, act, parse_layout(layout), &to, &e.exec));
-    return bytes;
-  });
+  m.def("dual_gemm", [](nb::handle a, nb::handle sfa, nb::handle b1, nb::handle sfb1, nb::handle b2, nb::handle sfb2,
+                        nb::handle alpha1, nb::handle alpha2, const char* activation, const char* layout,
+                        const char* out_dtype, nb::handle out, nb::handle stream, const char* backend,
+                        nb::handle alloc) {
+    OpArgs args("dual_gemm", alloc);
+    const nvfp4_activation_t act = parse_activation(activation);
+    nvfp4_tensor_t ta = args.input(a, "a"), tsa = args.input(sfa, "sfa"), tb1 = args.input(b1, "b1"),
+                   tsb1 = args.input(sfb1, "sfb1"), tb2 = args.input(b2, "b2"), tsb2 = args.input(sfb2, "sfb2"), to;
+    const nvfp4_scalar_t s1 = args.scalar(alpha1, "alpha1"), s2 = args.scalar(alpha2, "alpha2");
+    int64_t shape[3];
+    const int nd = gemm_out_shape(ta, tb1, shape);
+    nb::object result = args.output_or_new(out, shape, nd, float_dtype("dual_gemm", "out_dtype", out_dtype), &to);
+    const nvfp4_exec_t e = args.exec(stream, backend);
+    CALL(nvfp4_dual_gemm(&ta, &tsa, &tb1, &tsb1, &tb2, &tsb2, s1, s2, act, parse_layout(layout), &to, &e));
+    return result;
+  }, nb::arg("a").none(), nb::arg("sfa").none(), nb::arg("b1").none(), nb::arg("sfb1").none(), nb::arg("b2").none(),
+     nb::arg("sfb2").none(), nb::arg("alpha1").none(), nb::arg("alpha2").none(), nb::arg("activation"),
+     nb::arg("layout"), nb::arg("out_dtype"), nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"),
+     nb::arg("alloc").none());
 
-  m.def("grouped_gemm", [](std::vector<InArray> a, std::vector<InArray> sfa, std::vector<InArray> b,
-                           std::vector<InArray> sfb, std::vector<float> alphas, const std::string& layout,
-                           std::vector<OutArray> out, uintptr_t stream, const std::string& backend,
-                           std::optional<OutArray> workspace, bool query) {
-    const size_t g = a.size();
-    if (sfa.size() != g || b.size() != g || sfb.size() != g || out.size() != g || (!alphas.empty() && alphas.size() != g))
+  m.def("grouped_gemm", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle alphas,
+                           const char* layout, const char* out_dtype, nb::handle out, nb::handle stream,
+                           const char* backend, nb::handle alloc) {
+    Items ia(a, "grouped_gemm: a must be a sequence"), isa(sfa, "grouped_gemm: sfa must be a sequence"),
+        ib(b, "grouped_gemm: b must be a sequence"), isb(sfb, "grouped_gemm: sfb must be a sequence");
+    const size_t g = ia.v.size();
+    nb::list results;
+    if (g == 0) return results;
+    Items io(out.is_none() ? nb::handle(results) : out, "grouped_gemm: out must be a sequence");
+    std::vector<float> alpha_values;
+    if (!alphas.is_none()) {
+      Items il(alphas, "grouped_gemm: alphas must be a sequence of floats");
+      for (nb::handle h : il.v) alpha_values.push_back(nb::cast<float>(h));
+    }
+    if (isa.v.size() != g || ib.v.size() != g || isb.v.size() != g || (!out.is_none() && io.v.size() != g) ||
+        (!alphas.is_none() && alpha_values.size() != g))
       throw nb::value_error("grouped_gemm: a, sfa, b, sfb, out (and alphas if given) must have the same length");
+    OpArgs args("grouped_gemm", alloc);
+    const char* dtype = float_dtype("grouped_gemm", "out_dtype", out_dtype);
     std::vector<nvfp4_tensor_t> ta(g), tsa(g), tb(g), tsb(g), to(g);
     std::vector<nvfp4_scalar_t> s(g, nvfp4_scalar_t{1.0f, nullptr});
     for (size_t i = 0; i < g; ++i) {
-      ta[i] = to_tensor(a[i], "a"); tsa[i] = to_tensor(sfa[i], "sfa"); tb[i] = to_tensor(b[i], "b");
-      tsb[i] = to_tensor(sfb[i], "sfb"); to[i] = to_tensor(out[i], "out");
-      if (!alphas.empty()) s[i].value = alphas[i];
+      ta[i] = args.input(ia.v[i], "a");
+      tsa[i] = args.input(isa.v[i], "sfa");
+      tb[i] = args.input(ib.v[i], "b");
+      tsb[i] = args.input(isb.v[i], "sfb");
+      if (!alpha_values.empty()) s[i].value = alpha_values[i];
     }
-    ExecArgs e(stream, backend, workspace);
-    size_t bytes = 0;
-    if (query)
-      CALL(nvfp4_grouped_gemm_workspace_size(static_cast<int32_t>(g), ta.data(), tsa.data(), tb.data(), tsb.data(),
-                                             s.data(), parse_layout(layout), to.data(), &e.exec, &bytes));
-    else
-      CALL(nvfp4_grouped_gemm(static_cast<int32_t>(g), ta.data(), tsa.data(), tb.data(), tsb.data(), s.data(),
-                              parse_layout(layout), to.data(), &e.exec));
-    return bytes;
-  });
+    for (size_t i = 0; i < g; ++i) {
+      int64_t shape[2] = {ta[i].shape[0], tb[i].shape[0]};
+      const int nd = ta[i].ndim == 2 && tb[i].ndim == 2 ? 2 : -1;
+      results.append(args.output_or_new(out.is_none() ? nb::none() : io.v[i], shape, nd, dtype, &to[i]));
+    }
+    const nvfp4_exec_t e = args.exec(stream, backend);
+    CALL(nvfp4_grouped_gemm(static_cast<int32_t>(g), ta.data(), tsa.data(), tb.data(), tsb.data(), s.data(),
+                            parse_layout(layout), to.data(), &e));
+    return results;
+  }, nb::arg("a").none(), nb::arg("sfa").none(), nb::arg("b").none(), nb::arg("sfb").none(), nb::arg("alphas").none(),
+     nb::arg("layout"), nb::arg("out_dtype"), nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"),
+     nb::arg("alloc").none());
 
-  m.def("grouped_gemm_packed", [](InArray a, InArray sfa, InArray b, InArray sfb, InArray offsets,
-                                  std::optional<InArray> alphas, OutArray out, uintptr_t stream,
-                                  const std::string& backend, std::optional<OutArray> workspace, bool query) {
-    nvfp4_tensor_t ta = to_tensor(a, "a"), tsa = to_tensor(sfa, "sfa"), tb = to_tensor(b, "b"),
-                   tsb = to_tensor(sfb, "sfb"), toff = to_tensor(offsets, "offsets"), to = to_tensor(out, "out");
-    nvfp4_tensor_t tal{};
-    if (alphas) tal = to_tensor(*alphas, "alphas");
-    ExecArgs e(stream, backend, workspace);
-    size_t bytes = 0;
-    if (query)
-      CALL(nvfp4_grouped_gemm_packed_workspace_size(&ta, &tsa, &tb, &tsb, &toff, alphas ? &tal : nullptr, &to, &e.exec,
-                                                    &bytes));
-    else CALL(nvfp4_grouped_gemm_packed(&ta, &tsa, &tb, &tsb, &toff, alphas ? &tal : nullptr, &to, &e.exec));
-    return bytes;
-  });
+  m.def("grouped_gemm_packed", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle offsets,
+                                  nb::handle alphas, const char* out_dtype, nb::handle out, nb::handle stream,
+                                  const char* backend, nb::handle alloc) {
+    OpArgs args("grouped_gemm_packed", alloc);
+    nvfp4_tensor_t ta = args.input(a, "a"), tsa = args.input(sfa, "sfa"), tb = args.input(b, "b"),
+                   tsb = args.input(sfb, "sfb"), toff = args.input(offsets, "offsets"), tal{}, to;
+    if (!alphas.is_none()) tal = args.input(alphas, "alphas");
+    int64_t shape[2] = {ta.shape[0], tb.shape[1]};
+    const int nd = ta.ndim == 2 && tb.ndim == 3 ? 2 : -1;
+    nb::object result =
+        args.output_or_new(out, shape, nd, float_dtype("grouped_gemm_packed", "out_dtype", out_dtype), &to);
+    const nvfp4_exec_t e = args.exec(stream, backend);
+    CALL(nvfp4_grouped_gemm_packed(&ta, &tsa, &tb, &tsb, &toff, alphas.is_none() ? nullptr : &tal, &to, &e));
+    return result;
+  }, nb::arg("a").none(), nb::arg("sfa").none(), nb::arg("b").none(), nb::arg("sfb").none(),
+     nb::arg("offsets").none(), nb::arg("alphas").none(), nb::arg("out_dtype"), nb::arg("out").none(),
+     nb::arg("stream").none(), nb::arg("backend"), nb::arg("alloc").none());
 
-  // global_scale is read-only when given (a caller's array may be read-only); when
-  // compute_global_scale is set it is an array the Python layer just allocated.
-  m.def("quantize", [](InArray x, OutArray q, OutArray sf, const std::string& layout, InArray global_scale,
-                       bool compute_global_scale, uintptr_t stream, const std::string& backend) {
-    nvfp4_tensor_t tx = to_tensor(x, "x"), tq = to_tensor(q, "q"), tsf = to_tensor(sf, "sf"),
-                   tg = to_tensor(global_scale, "global_scale");
-    ExecArgs e(stream, backend, std::nullopt);
-    CALL(nvfp4_quantize(&tx, &tq, &tsf, parse_layout(layout), &tg, compute_global_scale ? 1 : 0, &e.exec));
-  });
+  // x (K) / (rows, K) / (L, rows, K) -> (q, sf, global_scale); q, sf and global_scale may
+  // be given (None: allocated). With compute_global_scale, global_scale receives
+  // amax / (6*448) first; otherwise it is read (a 1-element float32 array).
+  m.def("quantize", [](nb::handle x, nb::handle q, nb::handle sf, nb::handle global_scale, bool compute_global_scale,
+                       const char* layout, nb::handle stream, const char* backend, nb::handle alloc) {
+    OpArgs args("quantize", alloc);
+    const nvfp4_sf_layout_t sf_layout = parse_layout(layout);
+    nvfp4_tensor_t tx = args.input(x, "x"), tq, tsf, tg;
+    const int nd = tx.ndim;
+    const int64_t k = nd > 0 ? tx.shape[nd - 1] : 0;
+    int64_t shape[NVFP4_MAX_DIMS] = {};
+    for (int i = 0; i + 1 < nd; ++i) shape[i] = tx.shape[i];
+    if (nd > 0) shape[nd - 1] = k / 2;
+    nb::object rq = args.output_or_new(q, shape, nd > 0 ? nd : -1, "uint8", &tq);
+    int64_t sf_shape[NVFP4_MAX_DIMS] = {};
+    int sf_nd = -1;
+    if (sf_layout == NVFP4_SF_BLOCKED && nd >= 1) {
+      const int64_t nbytes = nvfp4_blocked_scale_bytes(nd >= 2 ? tx.shape[nd - 2] : 1, k);
+      if (nd == 3) {
+        sf_shape[0] = tx.shape[0];
+        sf_shape[1] = nbytes;
+        sf_nd = 2;
+      } else {
+        sf_shape[0] = nbytes;
+        sf_nd = 1;
+      }
+    } else if (nd > 0) {
+      for (int i = 0; i + 1 < nd; ++i) sf_shape[i] = tx.shape[i];
+      sf_shape[nd - 1] = k / 16;
+      sf_nd = nd;
+    }
+    nb::object rsf = args.output_or_new(sf, sf_shape, sf_nd, "uint8", &tsf);
+    nb::object rg;
+    if (global_scale.is_none()) {
+      const int64_t one[1] = {1};
+      rg = args.allocate(one, 1, "float32", &tg);
+    } else {
+      rg = nb::borrow(global_scale);
+      tg = compute_global_scale ? args.output(global_scale, "global_scale") : args.input(global_scale, "global_scale");
+    }
+    const nvfp4_exec_t e = args.exec(stream, backend);
+    CALL(nvfp4_quantize(&tx, &tq, &tsf, sf_layout, &tg, (compute_global_scale || global_scale.is_none()) ? 1 : 0, &e));
+    return nb::make_tuple(rq, rsf, rg);
+  }, nb::arg("x").none(), nb::arg("q").none(), nb::arg("sf").none(), nb::arg("global_scale").none(),
+     nb::arg("compute_global_scale"), nb::arg("layout"), nb::arg("stream").none(), nb::arg("backend"),
+     nb::arg("alloc").none());
 
-  m.def("dequantize", [](InArray q, InArray sf, const std::string& layout, float gs, std::optional<InArray> gs_arr,
-                         OutArray out, uintptr_t stream, const std::string& backend) {
-    nvfp4_tensor_t tq = to_tensor(q, "q"), tsf = to_tensor(sf, "sf"), to = to_tensor(out, "out");
-    nvfp4_scalar_t s = to_scalar(gs, gs_arr, "global_scale");
-    ExecArgs e(stream, backend, std::nullopt);
-    CALL(nvfp4_dequantize(&tq, &tsf, parse_layout(layout), s, &to, &e.exec));
-  });
+  m.def("dequantize", [](nb::handle q, nb::handle sf, nb::handle global_scale, const char* layout, const char* dtype,
+                         nb::handle out, nb::handle stream, const char* backend, nb::handle alloc) {
+    OpArgs args("dequantize", alloc);
+    nvfp4_tensor_t tq = args.input(q, "q"), tsf = args.input(sf, "sf"), to;
+    const nvfp4_scalar_t s = args.scalar(global_scale, "global_scale");
+    int64_t shape[NVFP4_MAX_DIMS] = {};
+    for (int i = 0; i < tq.ndim; ++i) shape[i] = tq.shape[i];
+    if (tq.ndim > 0) shape[tq.ndim - 1] *= 2;
+    nb::object result =
+        args.output_or_new(out, shape, tq.ndim > 0 ? tq.ndim : -1, float_dtype("dequantize", "dtype", dtype), &to);
+    const nvfp4_exec_t e = args.exec(stream, backend);
+    CALL(nvfp4_dequantize(&tq, &tsf, parse_layout(layout), s, &to, &e));
+    return result;
+  }, nb::arg("q").none(), nb::arg("sf").none(), nb::arg("global_scale").none(), nb::arg("layout"), nb::arg("dtype"),
+     nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"), nb::arg("alloc").none());
 
-  m.def("swizzle_scales", [](InArray sf, OutArray out, uintptr_t stream, const std::string& backend) {
-    nvfp4_tensor_t ts = to_tensor(sf, "sf"), to = to_tensor(out, "out");
-    ExecArgs e(stream, backend, std::nullopt);
-    CALL(nvfp4_swizzle_scales(&ts, &to, &e.exec));
-  });
+  m.def("swizzle_scales", [](nb::handle sf, nb::handle out, nb::handle stream, const char* backend, nb::handle alloc) {
+    OpArgs args("swizzle_scales", alloc);
+    nvfp4_tensor_t ts = args.input(sf, "sf"), to;
+    int64_t shape[2] = {};
+    int nd = -1;
+    if (ts.ndim == 2 || ts.ndim == 3) {
+      const int64_t n = nvfp4_blocked_scale_bytes(ts.shape[ts.ndim - 2], 16 * ts.shape[ts.ndim - 1]);
+      nd = ts.ndim - 1;
+      shape[0] = nd == 2 ? ts.shape[0] : n;
+      shape[1] = n;
+    }
+    nb::object result = args.output_or_new(out, shape, nd, "uint8", &to);
+    const nvfp4_exec_t e = args.exec(stream, backend);
+    CALL(nvfp4_swizzle_scales(&ts, &to, &e));
+    return result;
+  }, nb::arg("sf").none(), nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"),
+     nb::arg("alloc").none());
 
-  m.def("unswizzle_scales", [](InArray sf_blocked, OutArray out, uintptr_t stream, const std::string& backend) {
-    nvfp4_tensor_t ts = to_tensor(sf_blocked, "sf_blocked"), to = to_tensor(out, "out");
-    ExecArgs e(stream, backend, std::nullopt);
-    CALL(nvfp4_unswizzle_scales(&ts, &to, &e.exec));
-  });
+  // rows, k: the linear tensor's rows and K elements (the caller checked k % 16 == 0).
+  m.def("unswizzle_scales", [](nb::handle sf_blocked, int64_t rows, int64_t k, nb::handle out, nb::handle stream,
+                               const char* backend, nb::handle alloc) {
+    OpArgs args("unswizzle_scales", alloc);
+    nvfp4_tensor_t ts = args.input(sf_blocked, "sf_blocked"), to;
+    int64_t shape[3] = {ts.shape[0], rows, k / 16};
+    int nd = 2;
+    if (ts.ndim != 2) {
+      shape[0] = rows;
+      shape[1] = k / 16;
+    } else {
+      nd = 3;
+    }
+    nb::object result = args.output_or_new(out, shape, nd, "uint8", &to);
+    const nvfp4_exec_t e = args.exec(stream, backend);
+    CALL(nvfp4_unswizzle_scales(&ts, &to, &e));
+    return result;
+  }, nb::arg("sf_blocked").none(), nb::arg("rows"), nb::arg("k"), nb::arg("out").none(), nb::arg("stream").none(),
+     nb::arg("backend"), nb::arg("alloc").none());
 }

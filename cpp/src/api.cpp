@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include <algorithm>
-#include <deque>
+#include <list>
 #include <initializer_list>
 #include <string>
 #include <vector>
@@ -198,9 +198,11 @@ class Call {
     return NVFP4_SUCCESS;
   }
 
-  // Runs `member` on the CPU backend or the device chain.
+  // Runs `member` on the CPU backend or the device chain (with `cached_workspace` bytes
+  // of the library's own scratch when > 0).
   template <class P>
-  nvfp4_status_t dispatch(LaunchFn<P> BackendOps::*member, const P& problem, const nvfp4_exec_t* exec) const {
+  nvfp4_status_t dispatch(LaunchFn<P> BackendOps::*member, const P& problem, const nvfp4_exec_t* exec,
+                          size_t cached_workspace = 0) const {
     nvfp4_status_t st = check_aliasing();
     if (st == NVFP4_SUCCESS) st = check_backend(exec);
     if (st != NVFP4_SUCCESS) return st;
@@ -208,7 +210,7 @@ class Call {
       set_last_backend(NVFP4_BACKEND_CPU);
       return (cpu_backend()->*member)(problem, Exec{});
     }
-    return run_on_device(member, op(), problem, device(), exec);
+    return run_on_device(member, op(), problem, device(), exec, cached_workspace);
   }
 
   // Scratch the backend that would run `launch` needs (0 on the CPU).
@@ -222,14 +224,16 @@ class Call {
     return workspace_on_device(launch, workspace, op(), problem, device(), exec, bytes);
   }
 
-  // dispatch(), once the caller's workspace covers what the backend needs: scratch only
-  // ever comes from the caller (no hidden allocations).
+  // dispatch(), once the workspace covers what the backend needs: the caller's, or with
+  // NVFP4_WORKSPACE_CACHED and no caller workspace the library's cached scratch.
   template <class P>
   nvfp4_status_t dispatch_with_workspace(LaunchFn<P> BackendOps::*launch, WorkspaceFn<P> BackendOps::*workspace,
                                          const P& problem, const nvfp4_exec_t* exec) const {
     size_t need = 0;
     TRY(workspace_size(launch, workspace, problem, exec, &need));
     const size_t have = exec && exec->workspace ? exec->workspace_bytes : 0;
+    if (need > 0 && exec && !exec->workspace && exec->workspace_mode == NVFP4_WORKSPACE_CACHED)
+      return dispatch(launch, problem, exec, need);
     if (need > have)
       return fail(NVFP4_ERROR_INVALID_VALUE,
                   "%s: this problem needs a workspace of %zu bytes (see nvfp4_%s_workspace_size), got %zu", op(),
@@ -250,7 +254,7 @@ class Call {
   const nvfp4_tensor_t* first_ = nullptr;
   const char* first_name_ = "";
   std::vector<std::pair<const char*, const nvfp4_tensor_t*>> inputs_, outputs_;
-  std::deque<nvfp4_tensor_t> empties_;  // stable addresses
+  std::list<nvfp4_tensor_t> empties_;  // stable addresses; no allocation while empty (std::deque allocates on construction)
 };
 
 // ---------------------------------------------------------------------------

@@ -1,10 +1,11 @@
 #include "dispatch.hpp"
 
+#include "workspace_cache.hpp"
+
 #include <cuda_runtime_api.h>
 
 #include <mutex>
 #include <string.h>
-#include <vector>
 
 namespace nvfp4 {
 namespace {
@@ -14,12 +15,21 @@ thread_local nvfp4_backend_t g_last_backend = NVFP4_BACKEND_AUTO;
 std::mutex g_props_mutex;
 DeviceProps g_props[kMaxDevices];
 
-// The backends that can run on a device, best first.
-std::vector<const BackendOps*> backend_chain(int cc_major, int cc_minor) {
-  std::vector<const BackendOps*> chain;
-  if (cc_major == 10 && cc_minor == 0 && sm100a_backend()) chain.push_back(sm100a_backend());
-  if (cc_major == 9 && cc_minor == 0 && sm90a_backend()) chain.push_back(sm90a_backend());
-  if (cc_major >= 8 && portable_backend()) chain.push_back(portable_backend());
+// The backends that can run on a device, best first (a fixed array: no allocation per call).
+struct Chain {
+  const BackendOps* items[3] = {};
+  int size = 0;
+  void push(const BackendOps* b) { items[size++] = b; }
+  const BackendOps* const* begin() const { return items; }
+  const BackendOps* const* end() const { return items + size; }
+  bool empty() const { return size == 0; }
+};
+
+Chain backend_chain(int cc_major, int cc_minor) {
+  Chain chain;
+  if (cc_major == 10 && cc_minor == 0 && sm100a_backend()) chain.push(sm100a_backend());
+  if (cc_major == 9 && cc_minor == 0 && sm90a_backend()) chain.push(sm90a_backend());
+  if (cc_major >= 8 && portable_backend()) chain.push(portable_backend());
   return chain;
 }
 
@@ -54,13 +64,16 @@ nvfp4_status_t make_exec(int device, const DeviceProps& props, const nvfp4_exec_
   return NVFP4_SUCCESS;
 }
 
+// Runs fn(backend, exec) on the first backend of the device's chain that accepts the
+// problem, with the device current; `cached_workspace` > 0: that many bytes of the
+// library's own scratch (workspace_cache.hpp) are the op's workspace.
 template <class Fn>
-nvfp4_status_t with_chain(const char* op, int device, const nvfp4_exec_t* exec, Fn&& fn) {
+nvfp4_status_t with_chain(const char* op, int device, const nvfp4_exec_t* exec, size_t cached_workspace, Fn&& fn) {
   const DeviceProps* props = nullptr;
   nvfp4_status_t st = device_props(device, &props);
   if (st != NVFP4_SUCCESS) return st;
   const nvfp4_backend_t requested = exec ? exec->backend : NVFP4_BACKEND_AUTO;
-  std::vector<const BackendOps*> chain = backend_chain(props->cc_major, props->cc_minor);
+  Chain chain = backend_chain(props->cc_major, props->cc_minor);
   if (requested != NVFP4_BACKEND_AUTO) {
     const BackendOps* forced = nullptr;
     for (const BackendOps* b : chain)
@@ -70,7 +83,8 @@ nvfp4_status_t with_chain(const char* op, int device, const nvfp4_exec_t* exec, 
                   "%s: backend '%s' cannot run on device %d (%s, compute capability %d.%d) in this build",
                   op, nvfp4_backend_name(requested), device, props->name, props->cc_major,
                   props->cc_minor);
-    chain.assign(1, forced);
+    chain = Chain{};
+    chain.push(forced);
   }
   if (chain.empty())
     return fail(NVFP4_ERROR_NOT_SUPPORTED,
@@ -83,6 +97,13 @@ nvfp4_status_t with_chain(const char* op, int device, const nvfp4_exec_t* exec, 
     return fail(NVFP4_ERROR_CUDA, "%s: cudaSetDevice(%d): %s", op, device, cudaGetErrorString(err));
   Exec ex;
   make_exec(device, *props, exec, &ex);
+  ScratchLease scratch;  // released (a graph allocation: freed) after the launches below
+  if (cached_workspace > 0) {
+    const nvfp4_status_t st = scratch.acquire(device, reinterpret_cast<cudaStream_t>(ex.stream), cached_workspace);
+    if (st != NVFP4_SUCCESS) return st;
+    ex.workspace = scratch.data();
+    ex.workspace_bytes = scratch.size();
+  }
   nvfp4_status_t last = NVFP4_ERROR_NOT_SUPPORTED;
   for (const BackendOps* b : chain) {
     last = fn(*b, ex);
@@ -127,14 +148,14 @@ void set_last_backend(nvfp4_backend_t b) { g_last_backend = b; }
 nvfp4_backend_t last_backend() { return g_last_backend; }
 
 nvfp4_backend_t preferred_backend(int cc_major, int cc_minor) {
-  std::vector<const BackendOps*> chain = backend_chain(cc_major, cc_minor);
-  return chain.empty() ? NVFP4_BACKEND_AUTO : chain.front()->id;
+  const Chain chain = backend_chain(cc_major, cc_minor);
+  return chain.empty() ? NVFP4_BACKEND_AUTO : chain.items[0]->id;
 }
 
 template <class P>
 nvfp4_status_t run_on_device(LaunchFn<P> BackendOps::*member, const char* op, const P& problem,
-                             int device, const nvfp4_exec_t* exec) {
-  return with_chain(op, device, exec, [&](const BackendOps& b, const Exec& ex) {
+                             int device, const nvfp4_exec_t* exec, size_t cached_workspace) {
+  return with_chain(op, device, exec, cached_workspace, [&](const BackendOps& b, const Exec& ex) {
     LaunchFn<P> fn = b.*member;
     return fn ? fn(problem, ex) : NVFP4_ERROR_NOT_SUPPORTED;
   });
@@ -145,7 +166,7 @@ nvfp4_status_t workspace_on_device(LaunchFn<P> BackendOps::*launch, WorkspaceFn<
                                    const char* op, const P& problem, int device, const nvfp4_exec_t* exec,
                                    size_t* bytes) {
   *bytes = 0;
-  return with_chain(op, device, exec, [&](const BackendOps& b, const Exec& ex) {
+  return with_chain(op, device, exec, 0, [&](const BackendOps& b, const Exec& ex) {
     if (!(b.*launch)) return NVFP4_ERROR_NOT_SUPPORTED;
     WorkspaceFn<P> fn = b.*workspace;
     *bytes = fn ? fn(problem, ex) : 0;
@@ -154,22 +175,22 @@ nvfp4_status_t workspace_on_device(LaunchFn<P> BackendOps::*launch, WorkspaceFn<
 }
 
 template nvfp4_status_t run_on_device<GemmProblem>(LaunchFn<GemmProblem> BackendOps::*, const char*,
-                                                   const GemmProblem&, int, const nvfp4_exec_t*);
+                                                   const GemmProblem&, int, const nvfp4_exec_t*, size_t);
 template nvfp4_status_t run_on_device<DualGemmProblem>(LaunchFn<DualGemmProblem> BackendOps::*, const char*,
-                                                       const DualGemmProblem&, int, const nvfp4_exec_t*);
+                                                       const DualGemmProblem&, int, const nvfp4_exec_t*, size_t);
 template nvfp4_status_t run_on_device<GroupedGemmProblem>(LaunchFn<GroupedGemmProblem> BackendOps::*,
                                                           const char*, const GroupedGemmProblem&, int,
-                                                          const nvfp4_exec_t*);
+                                                          const nvfp4_exec_t*, size_t);
 template nvfp4_status_t run_on_device<PackedGroupedGemmProblem>(
     LaunchFn<PackedGroupedGemmProblem> BackendOps::*, const char*, const PackedGroupedGemmProblem&, int,
-    const nvfp4_exec_t*);
+    const nvfp4_exec_t*, size_t);
 template nvfp4_status_t run_on_device<QuantizeProblem>(LaunchFn<QuantizeProblem> BackendOps::*, const char*,
-                                                       const QuantizeProblem&, int, const nvfp4_exec_t*);
+                                                       const QuantizeProblem&, int, const nvfp4_exec_t*, size_t);
 template nvfp4_status_t run_on_device<DequantizeProblem>(LaunchFn<DequantizeProblem> BackendOps::*,
                                                          const char*, const DequantizeProblem&, int,
-                                                         const nvfp4_exec_t*);
+                                                         const nvfp4_exec_t*, size_t);
 template nvfp4_status_t run_on_device<SwizzleProblem>(LaunchFn<SwizzleProblem> BackendOps::*, const char*,
-                                                      const SwizzleProblem&, int, const nvfp4_exec_t*);
+                                                      const SwizzleProblem&, int, const nvfp4_exec_t*, size_t);
 
 #define NVFP4_INSTANTIATE_WORKSPACE(P)                                                                     \
   template nvfp4_status_t workspace_on_device<P>(LaunchFn<P> BackendOps::*, WorkspaceFn<P> BackendOps::*, \

@@ -24,10 +24,11 @@ nvfp4_backend_t last_backend();
 nvfp4_backend_t preferred_backend(int cc_major, int cc_minor);
 
 // Runs `member` of the chosen backend on `device` (stream/workspace from exec).
-// `requested` forces a backend (no fallback) unless NVFP4_BACKEND_AUTO.
+// exec->backend forces a backend (no fallback) unless NVFP4_BACKEND_AUTO. With
+// `cached_workspace` > 0 the library's own scratch of that many bytes is the workspace.
 template <class P>
 nvfp4_status_t run_on_device(LaunchFn<P> BackendOps::*member, const char* op, const P& problem,
-                             int device, const nvfp4_exec_t* exec);
+                             int device, const nvfp4_exec_t* exec, size_t cached_workspace = 0);
 
 // Scratch bytes the backend that would run `launch` needs (its `workspace` entry; 0
 // when it has none).

@@ -7,6 +7,7 @@ device. See ``nvfp4.info()`` for what this build and machine provide."""
 from __future__ import annotations
 
 from . import _nvfp4_ext as _ext
+from . import gpumode
 from .ops import (dequantize, dual_gemm, gemm, gemv, grouped_gemm, grouped_gemm_packed, quantize,
                   swizzle_scales, unswizzle_scales)
 from .scales import blocked_scale_bytes, decode_scale_from_encode, encode_scale_from_decode, global_scale_from_amax
@@ -16,7 +17,7 @@ __version__ = _ext.version()
 __all__ = [
     "gemv", "gemm", "dual_gemm", "grouped_gemm", "grouped_gemm_packed", "quantize", "dequantize",
     "swizzle_scales", "unswizzle_scales", "blocked_scale_bytes", "global_scale_from_amax",
-    "encode_scale_from_decode", "decode_scale_from_encode", "info", "last_backend", "__version__",
+    "encode_scale_from_decode", "decode_scale_from_encode", "info", "last_backend", "gpumode", "__version__",
 ]
 
 

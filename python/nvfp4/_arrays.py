@@ -157,15 +157,6 @@ def stream_handle(stream) -> int:
     raise TypeError(f"stream must be an int handle or an object with __cuda_stream__, got {type(stream).__name__}")
 
 
-def scalar(value, name: str):
-    """(float, array-or-None) for the bindings: a Python number or a 1-element fp32 array."""
-    if isinstance(value, (int, float, np.floating, np.integer)) and not isinstance(value, bool):
-        return float(value), None
-    if hasattr(value, "__dlpack__") or isinstance(value, np.ndarray):
-        return 1.0, value
-    raise TypeError(f"{name} must be a float or a 1-element float32 array, got {type(value).__name__}")
-
-
 def host_float(value, name: str) -> float:
     """A Python number or a 1-element array of any framework (e.g. the global_scale a
     previous quantize returned) as a Python float."""

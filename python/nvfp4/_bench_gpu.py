@@ -28,6 +28,7 @@ import sys
 import time
 
 from ._timing import Ceilings, Progress, Timer, datasheet_ceilings, measure_ceilings, rotation_count, sol_us
+from ._eager import EAGER_OPS, harness_us
 
 # gpu-mode benchmark shapes (DESIGN.md §9): gemv (M, K, L); gemm/dual (M, N, K);
 # grouped ([M_g], N, K). "packed" runs grouped_gemm_packed on the grouped shapes.
@@ -665,10 +666,12 @@ def _first_line(e: BaseException) -> str:
 
 
 def run_case(h, p: Problem, impls, timer: Timer, ceilings: Ceilings, *, suite: str = "",
-             on_row=None) -> list:
+             on_row=None, eager: bool = True) -> list:
     """Check and time every impl on problem p; one row dict per impl. Input sets are
     built once per case (as many as the hungriest impl needs to span ROTATE_BYTES) and
-    the float64 reference once, from set 0; each impl derives its own sets from them."""
+    the float64 reference once, from set 0; each impl derives its own sets from them.
+    With `eager`, the gpu-mode problems are also timed the gpu-mode harness's way
+    (_eager.py): row["eager_us"] beside the graph-replay row["us"]."""
     rows = []
     sol = sol_us(p.nv_bytes, p.flops, ceilings)
 
@@ -676,7 +679,7 @@ def run_case(h, p: Problem, impls, timer: Timer, ceilings: Ceilings, *, suite: s
         return {"suite": suite, "op": p.op, "spec": p.spec, "shape": p.label, "dims": p.dims(),
                 "impl": impl.name, "backend": impl.backend, "is_nvfp4": impl.is_nvfp4,
                 "flops": p.flops, "bytes": impl.io_bytes(p), "nv_bytes": p.nv_bytes, "sol_us": sol,
-                "us": None, "ok": None, "rel_err": None, "error": None, "skipped": None}
+                "us": None, "eager_us": None, "ok": None, "rel_err": None, "error": None, "skipped": None}
 
     runnable = []
     for impl in impls:
@@ -718,6 +721,8 @@ def run_case(h, p: Problem, impls, timer: Timer, ceilings: Ceilings, *, suite: s
             row["rel_err"] = rel
             tm = timer.time(lambda i: impl.launch(h, states[i]), n, graphable=impl.graphable)
             us = tm.us
+            if eager and h.cuda and p.op in EAGER_OPS:
+                row["eager_us"] = harness_us(h.torch, h.device, p.op, lambda i: impl.launch(h, states[i]), n)
             row.update({"us": us, "timing": tm.as_dict(), "samples": tm.samples,
                         "tflops": p.flops / (us * 1e-6) / 1e12 if p.flops else None,
                         "gbps": impl.io_bytes(p) / (us * 1e-6) / 1e9,
@@ -808,15 +813,16 @@ def check_text(r: dict) -> str:
 
 
 def format_table(rows, with_impl: bool | None = None) -> str:
-    """The main job's table: problem, shape, backend, µs (median), TFLOP/s, GB/s, SOL µs,
-    time/SOL, check. An eagerly timed row (op not graph-capturable) has its µs marked '*'.
+    """The main job's table: problem, shape, backend, µs (median, graph replay), eager µs
+    (the gpu-mode harness's way), TFLOP/s, GB/s, SOL µs, time/SOL, check. An eagerly timed
+    row (op not graph-capturable) has its µs marked '*'.
     An impl column appears when rows differ by more than the backend (variants, peers)."""
     if with_impl is None:
         with_impl = any(r["impl"] != "nvfp4" for r in rows)
     shape_w = max([28] + [len(r["shape"]) for r in rows])
     impl_w = max([12] + [len(r["impl"]) for r in rows]) if with_impl else 0
     hdr = f"{'problem':<10} {'shape':<{shape_w}} " + (f"{'impl':<{impl_w}} " if with_impl else "") + \
-        f"{'backend':<9} {'µs':>9} {'TFLOP/s':>8} {'GB/s':>7} {'SOL µs':>8} {'t/SOL':>7}  check"
+        f"{'backend':<9} {'µs':>9} {'eager µs':>9} {'TFLOP/s':>8} {'GB/s':>7} {'SOL µs':>8} {'t/SOL':>7}  check"
     lines = [hdr, "-" * len(hdr)]
     for r in rows:
         mode = (r.get("timing") or {}).get("mode", "")
@@ -825,7 +831,7 @@ def format_table(rows, with_impl: bool | None = None) -> str:
         t_sol = r.get("t_over_sol")
         lines.append(
             f"{r['op']:<10} {r['shape']:<{shape_w}} " + (f"{r['impl']:<{impl_w}} " if with_impl else "") +
-            f"{(r.get('backend') or '-'):<9} {us_s} {_num(r.get('tflops'), '.1f', 8)} {_num(r.get('gbps') if us else None, '.0f', 7)} "
+            f"{(r.get('backend') or '-'):<9} {us_s} {_num(r.get('eager_us'), '.1f', 9)} {_num(r.get('tflops'), '.1f', 8)} {_num(r.get('gbps') if us else None, '.0f', 7)} "
             f"{_num(r.get('sol_us'), '.1f', 8)} {_num(t_sol, '.2f', 7)}  {check_text(r)}")
     return "\n".join(lines)
 
@@ -890,6 +896,8 @@ def run_gpu(args) -> int:
         return _no_torch(problems, nvfp4._nvfp4_ext.device_info(0)["name"],
                          f"torch {torch.__version__} sees no CUDA device (a CPU-only build?) though libnvfp4 does")
     backends = [b.strip() for b in args.backend.split(",") if b.strip()] or ["auto"]
+    from ._bench_peers import CublasBf16
+
     h = Harness(torch, device)
     timer = Timer(torch, device, reps=args.reps, graphs=not getattr(args, "no_graphs", False))
     dev = describe_device(torch, device)
@@ -907,16 +915,19 @@ def run_gpu(args) -> int:
     t0 = time.perf_counter()
     for j, (p, be) in enumerate(jobs):
         bar.update(j, f"{p.op} {p.label} [{be}]")
-        rows += run_case(h, p, nvfp4_impls(p, [be]), timer, ceilings)
+        peers = [CublasBf16()] if p.op in EAGER_OPS and be == backends[0] else []
+        rows += run_case(h, p, nvfp4_impls(p, [be]) + peers, timer, ceilings)
     bar.update(len(jobs), f"done in {time.perf_counter() - t0:.0f} s")
     print(format_table(rows))
     print("µs: median per launch over batches of back-to-back launches (CUDA graph replays; '*' = eager "
-          "launches, op not capturable) rotating over > 256 MiB of inputs. check: gpu-mode tolerance "
-          "(rtol=atol=1e-3) vs float64, with ‖out-ref‖/‖ref‖.")
+          "launches, op not capturable) rotating over > 256 MiB of inputs. eager µs: timed as the gpu-mode "
+          "harness does (gemv: one call after a sync and an L2 clear; gemm, dual: 50 back-to-back calls; "
+          "grouped: 15), host overhead included. check: gpu-mode tolerance (rtol=atol=1e-3) vs float64, "
+          "with ‖out-ref‖/‖ref‖.")
     if args.json:
         doc = {"schema": 1, "kind": "nvfp4 bench (main job)", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
                "argv": sys.argv, "device": dev, "ceilings": ceilings.as_dict(), "rows": rows}
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1, default=str)
         print(f"wrote {args.json}")
-    return 0 if all(r.get("ok") for r in rows) else 1
+    return 0 if all(r.get("ok") for r in rows if r["is_nvfp4"]) else 1

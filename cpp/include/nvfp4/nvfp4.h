@@ -106,13 +106,27 @@ typedef struct nvfp4_scalar {
   const float* device_ptr;
 } nvfp4_scalar_t;
 
-/* Per-call execution context. Workspace is caller-owned scratch on the operands'
- * device of at least the size the matching *_workspace_size query returns. */
+/* Where an op's scratch comes from (ops that need none ignore it). */
+typedef enum nvfp4_workspace_mode {
+  /* `workspace`: caller-owned, at least the bytes the op's *_workspace_size query returns. */
+  NVFP4_WORKSPACE_CALLER = 0,
+  /* The library's own, when `workspace` is NULL: one buffer cached per (calling thread,
+   * device, stream), grown in stream order (cudaFreeAsync / cudaMallocAsync on `stream`),
+   * so nothing is allocated on the hot path. While `stream` is being captured into a CUDA
+   * graph, the scratch is instead a graph allocation (cudaMallocAsync on the capturing
+   * stream, cudaFreeAsync after the op's launches): every graph owns its scratch, and
+   * replays, also concurrent ones on other streams, never share it. */
+  NVFP4_WORKSPACE_CACHED = 1
+} nvfp4_workspace_mode_t;
+
+/* Per-call execution context. Zero-initialised: legacy default stream, no workspace,
+ * AUTO backend, caller-provided workspace. */
 typedef struct nvfp4_exec {
   nvfp4_stream_t stream;
   void* workspace;
   size_t workspace_bytes;
   nvfp4_backend_t backend;  /* NVFP4_BACKEND_AUTO unless forcing one (tests, benchmarks) */
+  nvfp4_workspace_mode_t workspace_mode;
 } nvfp4_exec_t;
 
 /* ---- library ---------------------------------------------------------- */
@@ -197,7 +211,8 @@ NVFP4_API nvfp4_status_t nvfp4_grouped_gemm_packed(const nvfp4_tensor_t* a, cons
  * the sm90a dual GEMM (two fp32 products, at most 256 MiB + the GEMM's), grouped GEMM
  * (the largest group's) and packed MoE GEMM (the tokens as fp16) and the sm100a paths
  * need some). Same arguments and validation as the op, plus `bytes`.
- * An op given less workspace than its query returns fails with INVALID_VALUE. */
+ * An op given less workspace than its query returns fails with INVALID_VALUE, unless
+ * exec->workspace_mode is NVFP4_WORKSPACE_CACHED and exec->workspace is NULL. */
 NVFP4_API nvfp4_status_t nvfp4_gemm_workspace_size(const nvfp4_tensor_t* a, const nvfp4_tensor_t* sfa,
                                                    const nvfp4_tensor_t* b, const nvfp4_tensor_t* sfb,
                                                    nvfp4_sf_layout_t sf_layout,

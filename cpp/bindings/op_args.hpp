@@ -1,0 +1,57 @@
+// The Python side of one op call: operands described for the C ABI, outputs allocated in
+// the operands' framework, the stream resolved. One extension call per op: arrays whose
+// type offers the DLPack C exchange API (torch >= 2.10) are read through it (no Python
+// call per tensor) and get their outputs and default stream from it; other arrays go
+// through nanobind's DLPack import and an allocator callable given by the Python layer.
+#pragma once
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+
+#include <vector>
+
+#include "dlpack_exchange.hpp"
+#include "nvfp4/nvfp4.h"
+
+namespace nvfp4_bindings {
+
+namespace nb = nanobind;
+
+[[noreturn]] void raise_status(nvfp4_status_t st);
+
+class OpArgs {
+ public:
+  // `alloc`: None, or a callable (shape tuple, dtype name) -> array of the caller's
+  // framework on the operands' device, used when the operands' type has no exchange API.
+  OpArgs(const char* op, nb::handle alloc) : op_(op), alloc_(alloc) {}
+
+  nvfp4_tensor_t input(nb::handle obj, const char* name) { return convert(obj, name, false); }
+  nvfp4_tensor_t output(nb::handle obj, const char* name) { return convert(obj, name, true); }
+  // A Python number, or a 1-element float32 array (on the device: read at kernel time).
+  nvfp4_scalar_t scalar(nb::handle value, const char* name);
+  // A new array (dtype "float16", "bfloat16", "float32", "uint8", "int32") of the
+  // operands' framework on their device; `desc` describes it for the C ABI.
+  nb::object allocate(const int64_t* shape, int ndim, const char* dtype, nvfp4_tensor_t* desc);
+  // `out` if given (described into desc), else a new array of `shape` (ndim < 0: the
+  // operands are too malformed to infer one; a 0-element array lets the C ABI report why).
+  nb::object output_or_new(nb::handle out, const int64_t* shape, int ndim, const char* dtype, nvfp4_tensor_t* desc);
+  // stream: None (the framework's current stream for exchange-API arrays, else the legacy
+  // default stream), an int handle, or an object with __cuda_stream__ / cuda_stream / ptr.
+  nvfp4_exec_t exec(nb::handle stream, const char* backend) const;
+
+ private:
+  nvfp4_tensor_t convert(nb::handle obj, const char* name, bool writable);
+
+  const char* op_;
+  nb::handle alloc_;
+  const dlpack::ExchangeApi* api_ = nullptr;  // of the first operand's type
+  bool have_first_ = false;
+  int32_t device_type_ = dlpack::kCPU, device_id_ = 0;
+  // Arrays imported without the exchange API, alive until the call returns.
+  std::vector<nb::ndarray<nb::ro>> keep_ro_;
+  std::vector<nb::ndarray<>> keep_rw_;
+};
+
+nvfp4_sf_layout_t parse_layout(const char* s);
+
+}  // namespace nvfp4_bindings

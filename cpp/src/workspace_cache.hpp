@@ -1,0 +1,34 @@
+// The library's own scratch for ops called with NVFP4_WORKSPACE_CACHED (nvfp4.h): one
+// buffer per (calling thread, device, stream), grown in stream order; a graph allocation
+// while the stream is being captured. The caller has made `device` current.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+#include "nvfp4/nvfp4.h"
+
+namespace nvfp4 {
+
+class ScratchLease {
+ public:
+  ScratchLease() = default;
+  ScratchLease(const ScratchLease&) = delete;
+  ScratchLease& operator=(const ScratchLease&) = delete;
+  ~ScratchLease();  // frees a graph allocation after the op's launches (stream order)
+
+  // At least `bytes` (> 0) of scratch on the current device, usable on `stream` until the
+  // lease ends.
+  nvfp4_status_t acquire(int device, cudaStream_t stream, size_t bytes);
+  void* data() const { return ptr_; }
+  size_t size() const { return bytes_; }
+
+ private:
+  void* ptr_ = nullptr;
+  size_t bytes_ = 0;
+  cudaStream_t stream_ = nullptr;
+  bool graph_owned_ = false;
+};
+
+}  // namespace nvfp4

@@ -1,0 +1,46 @@
+"""Eager timing as the gpu-mode harness (reference-kernels, problems/nvidia) measures a
+submission: what a user calling the op from Python sees, host overhead included.
+
+- gemv: ONE call after a synchronize and an L2 clear (a 256 MiB fill, as the harness's
+  clear_l2_cache), CUDA events around the call;
+- gemm and dual: events around 50 back-to-back calls over distinct inputs, ÷ 50;
+- grouped (list and packed): the same over 15 calls.
+
+Eager time = max(kernel, host time per call) + launch latency, so host overhead shows
+directly (docs/design.md, "Delivered speed"). The median over `reps` repetitions.
+"""
+
+from __future__ import annotations
+
+import statistics
+
+CALLS = {"gemm": 50, "dual": 50, "grouped": 15, "packed": 15}
+EAGER_OPS = ("gemv",) + tuple(CALLS)
+
+
+def _clear_l2(torch, device, state={}):  # noqa: B006 - one scratch buffer per process
+    buf = state.get(device)
+    if buf is None:
+        buf = state[device] = torch.empty((32, 1024, 1024), dtype=torch.int64, device=device)
+    buf.fill_(42)
+
+
+def harness_us(torch, device, op: str, launch, n_sets: int, reps: int = 20) -> float:
+    """Median µs per call of launch(i) (i = input set) timed the gpu-mode way for `op`."""
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    calls = CALLS.get(op, 1)
+    for i in range(min(n_sets, calls) + 2):  # warm: first-touch allocations, caches
+        launch(i % n_sets)
+    samples, k = [], 0
+    for _ in range(reps):
+        torch.cuda.synchronize(device)
+        if op == "gemv":
+            _clear_l2(torch, device)
+        start.record()
+        for _ in range(calls):
+            launch(k % n_sets)
+            k += 1
+        end.record()
+        torch.cuda.synchronize(device)
+        samples.append(start.elapsed_time(end) * 1e3 / calls)
+    return statistics.median(samples)

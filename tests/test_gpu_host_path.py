@@ -1,0 +1,202 @@
+"""The eager host path on the GPU: torch tensors read through the DLPack C exchange API,
+outputs allocated by torch, torch's current stream by default, and the library's cached
+workspace (NVFP4_WORKSPACE_CACHED) under CUDA-graph capture, replay with new inputs,
+concurrent replays, several streams and threads. Results are compared with the
+library's float64 CPU backend on the same random inputs."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import nvfp4
+from nvfp4 import ops
+
+torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.gpu
+
+if not torch.cuda.is_available() or nvfp4._nvfp4_ext.device_count() == 0:
+    pytest.skip("no CUDA device", allow_module_level=True)
+
+
+def _host(rng, M, N, K):
+    return (rng.integers(0, 256, (M, K // 2), dtype=np.uint8), rng.integers(0x30, 0x48, (M, K // 16), dtype=np.uint8),
+            rng.integers(0, 256, (N, K // 2), dtype=np.uint8), rng.integers(0x30, 0x48, (N, K // 16), dtype=np.uint8))
+
+
+def _dev(arrays):
+    return [torch.from_numpy(x).cuda() for x in arrays]
+
+
+def _check(got, host_arrays, **kw):
+    want = nvfp4.gemm(*host_arrays, out_dtype="float32", **kw)
+    np.testing.assert_allclose(got.float().cpu().numpy(), want, rtol=1e-3, atol=1e-3)
+
+
+@pytest.fixture
+def rng():
+    return np.random.default_rng(1234)
+
+
+def test_outputs_are_torch_tensors_on_the_operands_device(rng):
+    h = _host(rng, 130, 72, 2048)
+    out = nvfp4.gemm(*_dev(h), out_dtype="bfloat16")
+    assert isinstance(out, torch.Tensor) and out.device == torch.device("cuda", 0)
+    assert out.dtype == torch.bfloat16 and out.shape == (130, 72)
+    _check(out, h)
+
+
+def test_default_stream_is_torchs_current_stream(rng):
+    """A copy into `a` queued on stream s behind a long sleep: the gemm called under
+    `with torch.cuda.stream(s)` must see the new `a` (on the legacy stream it would not)."""
+    old, new = _host(rng, 256, 256, 2048), _host(rng, 256, 256, 2048)
+    a, sfa, b, sfb = _dev(old)
+    a_new = torch.from_numpy(new[0]).cuda()
+    torch.cuda.synchronize()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):
+        torch.cuda._sleep(50_000_000)
+        a.copy_(a_new)
+        out = nvfp4.gemm(a, sfa, b, sfb, out_dtype="float32")
+    s.synchronize()
+    _check(out, (new[0], old[1], old[2], old[3]))
+
+
+def test_workspace_grows_in_stream_order(rng):
+    cases = [(128, 256, 2048), (1024, 512, 8192), (128, 256, 2048)]
+    outs, hosts = [], []
+    for M, N, K in cases:
+        h = _host(rng, M, N, K)
+        hosts.append(h)
+        outs.append(nvfp4.gemm(*_dev(h), out_dtype="float32"))
+    torch.cuda.synchronize()
+    for out, h in zip(outs, hosts):
+        _check(out, h)
+
+
+def _capture(fn):
+    g = torch.cuda.CUDAGraph()
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):  # warm-up outside capture
+        fn()
+    s.synchronize()
+    with torch.cuda.graph(g):
+        fn()
+    return g
+
+
+@pytest.mark.parametrize("op", ["gemm", "dual_gemm", "grouped_gemm", "grouped_gemm_packed"])
+def test_graph_capture_owns_its_scratch_and_replays_new_inputs(op, rng):
+    M, N, K = 256, 256, 2048
+    host = _host(rng, M, N, K)
+    a, sfa, b, sfb = _dev(host)
+    b2 = torch.from_numpy(rng.integers(0, 256, (N, K // 2), dtype=np.uint8)).cuda()
+    sfb2 = torch.from_numpy(rng.integers(0x30, 0x48, (N, K // 16), dtype=np.uint8)).cuda()
+    offsets = torch.tensor([0, 100, 256], dtype=torch.int32, device="cuda")
+    out = torch.empty(M, N, dtype=torch.float32, device="cuda")
+    bb, sfbb = torch.stack([b, b2]), torch.stack([sfb, sfb2])
+
+    def run():
+        if op == "gemm":
+            nvfp4.gemm(a, sfa, b, sfb, out=out)
+        elif op == "dual_gemm":
+            nvfp4.dual_gemm(a, sfa, b, sfb, b2, sfb2, out=out)
+        elif op == "grouped_gemm":
+            nvfp4.grouped_gemm([a[:100], a[100:]], [sfa[:100], sfa[100:]], [b, b2], [sfb, sfb2],
+                               out=[out[:100], out[100:]])
+        else:
+            nvfp4.grouped_gemm_packed(a, sfa, bb, sfbb, offsets, out=out)
+
+    g = _capture(run)
+    for _ in range(2):  # new inputs into the captured buffers, then replay
+        fresh = _host(rng, M, N, K)
+        for dst, src in zip((a, sfa, b, sfb), fresh):
+            dst.copy_(torch.from_numpy(src))
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        got = out.cpu().numpy()
+        A, SA, B, SB = (x.cpu().numpy() for x in (a, sfa, b, sfb))
+        B2, SB2 = b2.cpu().numpy(), sfb2.cpu().numpy()
+        if op == "gemm":
+            want = nvfp4.gemm(A, SA, B, SB, out_dtype="float32")
+        elif op == "dual_gemm":
+            want = nvfp4.dual_gemm(A, SA, B, SB, B2, SB2, out_dtype="float32")
+        else:
+            want = np.concatenate([nvfp4.gemm(A[:100], SA[:100], B, SB, out_dtype="float32"),
+                                   nvfp4.gemm(A[100:], SA[100:], B2, SB2, out_dtype="float32")])
+        np.testing.assert_allclose(got, want, rtol=1e-3, atol=1e-3)
+
+
+def test_two_graphs_replayed_concurrently_on_two_streams(rng):
+    """Both graphs were captured on one stream; each owns its scratch, so replaying them
+    at once on two streams cannot mix their pre-decoded tokens."""
+    M, N, K = 1024, 1024, 4096
+    hosts = [_host(rng, M, N, K) for _ in range(2)]
+    devs = [_dev(h) for h in hosts]
+    outs = [torch.empty(M, N, dtype=torch.float32, device="cuda") for _ in range(2)]
+    graphs = [_capture(lambda d=d, o=o: nvfp4.gemm(*d, out=o)) for d, o in zip(devs, outs)]
+    streams = [torch.cuda.Stream(), torch.cuda.Stream()]
+    for o in outs:
+        o.fill_(float("nan"))
+    torch.cuda.synchronize()
+    for _ in range(10):
+        for g, s in zip(graphs, streams):
+            with torch.cuda.stream(s):
+                g.replay()
+    torch.cuda.synchronize()
+    for o, h in zip(outs, hosts):
+        _check(o, h)
+
+
+def test_threads_on_their_own_streams(rng):
+    M, N, K = 512, 512, 4096
+    hosts = [_host(rng, M, N, K) for _ in range(4)]
+    results, errors = [None] * 4, []
+
+    def work(i):
+        try:
+            s = torch.cuda.Stream()
+            with torch.cuda.stream(s):
+                d = _dev(hosts[i])
+                for _ in range(20):
+                    results[i] = nvfp4.gemm(*d, out_dtype="float32")
+            s.synchronize()
+        except Exception as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+
+    threads = [threading.Thread(target=work, args=(i,)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors
+    for out, h in zip(results, hosts):
+        _check(out, h)
+
+
+def test_capsule_path_matches_the_exchange_path(rng, monkeypatch):
+    """The fallback for torch without the exchange API (torch._C._to_dlpack capsules,
+    stream and outputs resolved in Python) gives the same bytes."""
+    h = _host(rng, 200, 96, 2048)
+    d = _dev(h)
+    fast = nvfp4.gemm(*d, alpha=0.5)
+    monkeypatch.setattr(ops, "_DIRECT", set())
+    monkeypatch.setattr(ops, "_direct", lambda t: False)
+    slow = nvfp4.gemm(*d, alpha=0.5)
+    torch.cuda.synchronize()
+    assert torch.equal(fast, slow)
+
+
+def test_bad_input_raises_before_anything_is_written(rng):
+    h = _host(rng, 64, 64, 256)
+    a, sfa, b, sfb = _dev(h)
+    out = torch.full((64, 64), 7.0, dtype=torch.float16, device="cuda")
+    with pytest.raises(ValueError, match="'sfb'"):
+        nvfp4.gemm(a, sfa, b, sfb[:, :8], out=out)
+    with pytest.raises(TypeError, match="alpha"):
+        nvfp4.gemm(a, sfa, b, sfb, alpha="2", out=out)
+    torch.cuda.synchronize()
+    assert bool((out == 7.0).all())
