@@ -404,15 +404,16 @@ def _unswizzle_scales_out_fake(sf_blocked, rows, k, backend, out):
 # ----------------------------------------------------------------------------------------
 
 def _skip_eager_frames():
-    """Keep Dynamo out of the eager implementation's frames (nvfp4/ops.py, nvfp4/_arrays.py).
+    """Keep Dynamo out of the eager implementation's frames (nvfp4/ops.py, nvfp4/_arrays.py, ...).
 
-    After a graph break at an nvfp4 call (no fullgraph), the call runs eagerly with Dynamo's
-    frame hook active, and Dynamo would try to compile the frame of nvfp4.ops.<op> itself:
-    torch 2.13 then fails with an internal AssertionError on the DLDeviceType enum that
-    tensor.__dlpack_device__() returns, instead of running the op. Skipping those two files
-    (a set Dynamo consults for frames it is about to compile) makes such calls plain eager
-    calls. The routing below is untouched by this: Dynamo picks the substitutes at the call
-    site, before looking at the callee's file."""
+    After a graph break at an nvfp4 call (no fullgraph: stream=, odd argument types), the call
+    runs eagerly with Dynamo's frame hook active, and Dynamo would try to compile the frame of
+    nvfp4.ops.<op> itself. On the generic host path (arrays without the DLPack C exchange API,
+    e.g. torch < 2.10) that traces Context/dlpack_device, and torch 2.13 fails there with an
+    internal AssertionError on the DLDeviceType enum of tensor.__dlpack_device__() instead of
+    running the op. Skipping these files (a set Dynamo consults for frames it is about to
+    compile) makes such calls plain eager calls. The routing below does not depend on this:
+    Dynamo picks the substitutes at the call site, before looking at the callee's file."""
     import sys
 
     from torch._dynamo import trace_rules
