@@ -110,7 +110,8 @@ def cases(fw: Framework, rng):
         ("dual_gemm 128x128x2048", lambda: nvfp4.dual_gemm(a, sfa, b, sfb, b2, sfb2, out_dtype=out_dtype)),
         ("grouped_gemm_packed G=8 16x128x256",
          lambda: nvfp4.grouped_gemm_packed(pa, psfa, pb, psfb, offsets, out_dtype=out_dtype)),
-        ("quantize 128x1024 fp32", lambda: nvfp4.quantize(xd)),
+        ("quantize 128x1024 fp32 (computes the global scale)", lambda: nvfp4.quantize(xd)),
+        ("quantize 128x1024 fp32, global_scale given", lambda: nvfp4.quantize(xd, global_scale=gs)),
         ("dequantize 128x1024", lambda: nvfp4.dequantize(q, sf, global_scale=gs)),
         ("swizzle_scales 128x64", lambda: nvfp4.swizzle_scales(sf)),
     ]

@@ -28,7 +28,7 @@ import sys
 import time
 
 from ._timing import Ceilings, Progress, Timer, datasheet_ceilings, measure_ceilings, rotation_count, sol_us
-from ._eager import EAGER_OPS, harness_us
+from ._eager import EAGER_OPS, harness_us, launch_floor_us
 
 # gpu-mode benchmark shapes (DESIGN.md §9): gemv (M, K, L); gemm/dual (M, N, K);
 # grouped ([M_g], N, K). "packed" runs grouped_gemm_packed on the grouped shapes.
@@ -919,6 +919,9 @@ def run_gpu(args) -> int:
         rows += run_case(h, p, nvfp4_impls(p, [be]) + peers, timer, ceilings)
     bar.update(len(jobs), f"done in {time.perf_counter() - t0:.0f} s")
     print(format_table(rows))
+    floor = launch_floor_us(torch, device) if h.cuda else None
+    if floor is not None:
+        print(f"eager floor: one 1-element fill timed as gemv (sync, L2 clear, one call): {floor:.1f} µs")
     print("µs: median per launch over batches of back-to-back launches (CUDA graph replays; '*' = eager "
           "launches, op not capturable) rotating over > 256 MiB of inputs. eager µs: timed as the gpu-mode "
           "harness does (gemv: one call after a sync and an L2 clear; gemm, dual: 50 back-to-back calls; "
@@ -926,7 +929,8 @@ def run_gpu(args) -> int:
           "with ‖out-ref‖/‖ref‖.")
     if args.json:
         doc = {"schema": 1, "kind": "nvfp4 bench (main job)", "created": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
-               "argv": sys.argv, "device": dev, "ceilings": ceilings.as_dict(), "rows": rows}
+               "argv": sys.argv, "device": dev, "ceilings": ceilings.as_dict(), "eager_floor_us": floor,
+               "rows": rows}
         with open(args.json, "w") as f:
             json.dump(doc, f, indent=1, default=str)
         print(f"wrote {args.json}")

@@ -44,3 +44,11 @@ def harness_us(torch, device, op: str, launch, n_sets: int, reps: int = 20) -> f
         torch.cuda.synchronize(device)
         samples.append(start.elapsed_time(end) * 1e3 / calls)
     return statistics.median(samples)
+
+
+def launch_floor_us(torch, device, reps: int = 20) -> float:
+    """The gemv method's floor: one tiny kernel (a 1-element fill) timed as gpu-mode times
+    gemv (a synchronize, the L2 clear, events around the one launch). A single call pays its
+    launch latency and ramp-up that back-to-back launches hide; no kernel times below this."""
+    x = torch.empty(1, device=device)
+    return harness_us(torch, device, "gemv", lambda i: x.fill_(1.0), 1, reps)

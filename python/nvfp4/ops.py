@@ -49,6 +49,23 @@ def _torch_capsules(args):
     return tuple(conv(x) for x in args)
 
 
+_JAX = []  # [nvfp4.jax or None], resolved on the first JAX array
+
+
+def _jax(x):
+    """nvfp4.jax (XLA FFI custom calls: jit-able, on XLA's stream) when x is a JAX array or
+    tracer and that module's extension was built; else None (the generic path below)."""
+    if not type(x).__module__.startswith("jax"):
+        return None
+    if not _JAX:
+        try:
+            from . import jax as module
+        except ImportError:
+            module = None
+        _JAX.append(module)
+    return _JAX[0]
+
+
 def _call(fn, op, first, args, stream, backend, inputs):
     """fn(*args, stream, backend, alloc) for arrays without the exchange API: the stream
     resolved here, outputs allocated by the framework (alloc), JAX producers waited for."""
@@ -69,6 +86,9 @@ def gemv(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", 
     """c = alpha * A·b: a (M, K/2) or (L, M, K/2), b (K/2,) or (L, K/2) -> (M,) / (L, M)."""
     if type(a) in _DIRECT:
         return _ext.gemv(a, sfa, b, sfb, alpha, sf_layout, out_dtype, out, stream, backend, None)
+    if jx := _jax(a):
+        return jx.gemv(a, sfa, b, sfb, alpha=alpha, sf_layout=sf_layout, out_dtype=out_dtype, out=out, stream=stream,
+                       backend=backend)
     return _call(_ext.gemv, "gemv", a, (a, sfa, b, sfb, alpha, sf_layout, out_dtype, out), stream, backend,
                  (a, sfa, b, sfb))
 
@@ -78,6 +98,9 @@ def gemm(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", 
     """C = alpha * A·Bᵀ: a (M, K/2), b (N, K/2) -> (M, N); batched (L, ...) -> (L, M, N)."""
     if type(a) in _DIRECT:
         return _ext.gemm(a, sfa, b, sfb, alpha, sf_layout, out_dtype, out, stream, backend, None)
+    if jx := _jax(a):
+        return jx.gemm(a, sfa, b, sfb, alpha=alpha, sf_layout=sf_layout, out_dtype=out_dtype, out=out, stream=stream,
+                       backend=backend)
     return _call(_ext.gemm, "gemm", a, (a, sfa, b, sfb, alpha, sf_layout, out_dtype, out), stream, backend,
                  (a, sfa, b, sfb))
 
@@ -88,6 +111,9 @@ def dual_gemm(a, sfa, b1, sfb1, b2, sfb2, *, alpha1=1.0, alpha2=1.0, activation=
     args = (a, sfa, b1, sfb1, b2, sfb2, alpha1, alpha2, activation, sf_layout, out_dtype, out)
     if type(a) in _DIRECT:
         return _ext.dual_gemm(*args, stream, backend, None)
+    if jx := _jax(a):
+        return jx.dual_gemm(a, sfa, b1, sfb1, b2, sfb2, alpha1=alpha1, alpha2=alpha2, activation=activation,
+                            sf_layout=sf_layout, out_dtype=out_dtype, out=out, stream=stream, backend=backend)
     return _call(_ext.dual_gemm, "dual_gemm", a, args, stream, backend, (a, sfa, b1, sfb1, b2, sfb2))
 
 
@@ -100,6 +126,9 @@ def grouped_gemm(a_list, sfa_list, b_list, sfb_list, *, alphas=None, sf_layout="
     args = (a_list, sfa_list, b_list, sfb_list, alphas, sf_layout, out_dtype, out)
     if type(a_list[0]) in _DIRECT:
         return _ext.grouped_gemm(*args, stream, backend, None)
+    if jx := _jax(a_list[0]):
+        return jx.grouped_gemm(a_list, sfa_list, b_list, sfb_list, alphas=alphas, sf_layout=sf_layout,
+                               out_dtype=out_dtype, out=out, stream=stream, backend=backend)
     inputs = (*a_list, *sfa_list, *b_list, *sfb_list)
     return _call(_ext.grouped_gemm, "grouped_gemm", a_list[0], args, stream, backend, inputs)
 
@@ -111,6 +140,9 @@ def grouped_gemm_packed(a, sfa, b, sfb, offsets, *, alphas=None, out_dtype="floa
     args = (a, sfa, b, sfb, offsets, alphas, out_dtype, out)
     if type(a) in _DIRECT:
         return _ext.grouped_gemm_packed(*args, stream, backend, None)
+    if jx := _jax(a):
+        return jx.grouped_gemm_packed(a, sfa, b, sfb, offsets, alphas=alphas, out_dtype=out_dtype, out=out,
+                                      stream=stream, backend=backend)
     return _call(_ext.grouped_gemm_packed, "grouped_gemm_packed", a, args, stream, backend,
                  (a, sfa, b, sfb, offsets))
 
@@ -122,6 +154,8 @@ def quantize(x, *, global_scale=None, sf_layout="linear", stream=None, backend="
     ((L,) bytes); global_scale: a 1-element float32 array (decode scale, amax/(6·448) when
     not given). A given global_scale may be a float or a 1-element float32 array; an array on
     x's device is used as is (no copy) and returned."""
+    if type(x) not in _DIRECT and (jx := _jax(x)):
+        return jx.quantize(x, global_scale=global_scale, sf_layout=sf_layout, stream=stream, backend=backend)
     shape = tuple(x.shape) if hasattr(x, "shape") else ()
     lead = None
     if len(shape) > 3:  # flatten leading dims into one batch dim (q and linear sf get them back)
@@ -148,6 +182,9 @@ def dequantize(q, sf, *, global_scale=1.0, sf_layout="linear", dtype="float32", 
     args = (q, sf, global_scale, sf_layout, dtype, out)
     if type(q) in _DIRECT:
         return _ext.dequantize(*args, stream, backend, None)
+    if jx := _jax(q):
+        return jx.dequantize(q, sf, global_scale=global_scale, sf_layout=sf_layout, dtype=dtype, out=out,
+                             stream=stream, backend=backend)
     return _call(_ext.dequantize, "dequantize", q, args, stream, backend, (q, sf))
 
 
@@ -156,12 +193,16 @@ def swizzle_scales(sf, *, out=None, stream=None, backend="auto"):
     n = ceil(rows/128)·128 · ceil(K/64)·4; padding is zero."""
     if type(sf) in _DIRECT:
         return _ext.swizzle_scales(sf, out, stream, backend, None)
+    if jx := _jax(sf):
+        return jx.swizzle_scales(sf, out=out, stream=stream, backend=backend)
     return _call(_ext.swizzle_scales, "swizzle_scales", sf, (sf, out), stream, backend, (sf,))
 
 
 def unswizzle_scales(sf_blocked, rows, k, *, out=None, stream=None, backend="auto"):
     """Blocked bytes (n,) / (L, n) / the 6-D view (32, 4, rest_rows, 4, rest_k, L) ->
     linear (rows, k/16) / (L, rows, k/16); k is the number of K elements."""
+    if type(sf_blocked) not in _DIRECT and (jx := _jax(sf_blocked)):
+        return jx.unswizzle_scales(sf_blocked, rows, k, out=out, stream=stream, backend=backend)
     s = tuple(sf_blocked.shape) if hasattr(sf_blocked, "shape") else ()
     if len(s) == 6:  # gpu-mode view: back to the dense (L, n) order it is a view of
         sf_blocked = permute(as_bytes(sf_blocked), (5, 2, 4, 0, 1, 3)).reshape(s[5], -1)

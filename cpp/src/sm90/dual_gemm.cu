@@ -8,8 +8,9 @@
 // that one would need two 64-register accumulator sets beside the decoded weight
 // fragments of the RS mainloop, i.e. a new tile shape. Composed from the tuned GEMM it
 // still runs ~10-20x faster than the portable dual kernel it replaces on Hopper
-// (bench/NOTES.md "dual and grouped on the sm90a GEMM"); the cost over one fused pass is
-// the second decode of A and the fp32 round trip of the two products.
+// (bench/NOTES.md "dual and grouped on the sm90a GEMM"). The second GEMM reads the tokens
+// the first one pre-decoded (gemm_same_tokens); the cost over one fused pass is the fp32
+// round trip of the two products.
 //
 // Scratch: two fp32 products of at most kScratchBudget bytes together; larger problems
 // run in row chunks of a multiple of 128 rows (scales_from_row: a blocked-scale operand
@@ -184,7 +185,7 @@ nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec) {
   for (int64_t m0 = 0; m0 < p.M; m0 += plan.rows) {
     const int64_t rows = p.M - m0 < plan.rows ? p.M - m0 : plan.rows;
     nvfp4_status_t s = gemm(product(p, m0, rows, p.b1, p.sfb1, p.alpha1, h1), gemm_exec);
-    if (s == NVFP4_SUCCESS) s = gemm(product(p, m0, rows, p.b2, p.sfb2, p.alpha2, h2), gemm_exec);
+    if (s == NVFP4_SUCCESS) s = gemm_same_tokens(product(p, m0, rows, p.b2, p.sfb2, p.alpha2, h2), gemm_exec);
     if (s != NVFP4_SUCCESS) return s;
 
     CombineArgs g;

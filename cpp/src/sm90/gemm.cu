@@ -495,7 +495,9 @@ nvfp4_status_t check_gemm(const GemmProblem& p, const Exec& exec, CUtensorMap* t
 
 nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec) { return check_gemm(p, exec, nullptr, nullptr); }
 
-nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
+namespace {
+// tokens_decoded: the workspace already holds p's tokens pre-decoded (gemm_same_tokens).
+nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_decoded) {
   CUtensorMap tmap_w, tmap_x;
   const nvfp4_status_t supported = check_gemm(p, exec, &tmap_w, &tmap_x);
   if (supported != NVFP4_SUCCESS) return supported;
@@ -608,17 +610,24 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
     kp.x_box_rows = p.M < 128 ? static_cast<int32_t>((p.M + 7) / 8 * 8) : 128;
     if (!encode_xh_map(&tmap_xh, exec.workspace, p.M, kpad, p.L, static_cast<uint32_t>(kp.x_box_rows)))
       return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: cuTensorMapEncodeTiled rejected the workspace");
-    const XPredecodeParams xp = predecode_params(p.a, p.sfa, p.M, p.K, p.L, kp.num_kb, exec.workspace, kpad);
-    cfg.numAttrs = kPdl ? 2 : 1;  // the pre-decoded GEMM after the pass
-    cudaLaunchConfig_t pre_cfg = {};
-    pre_cfg.gridDim = dim3(static_cast<unsigned>(p.M), static_cast<unsigned>(predecode_pieces(kp.num_kb)),
-                           static_cast<unsigned>(p.L));
-    pre_cfg.blockDim = dim3(kPredecodeThreads, 1, 1);
-    pre_cfg.stream = cuda_stream(exec);
-    pre_cfg.attrs = &attr[1];
-    pre_cfg.numAttrs = kPdl ? 1 : 0;
-    NVFP4_CUDA_TRY(cudaLaunchKernelEx(&pre_cfg, nvfp4_sm90_x_predecode_kernel, xp));
-    NVFP4_CHECK_LAUNCH();
+    if (tokens_decoded) {
+      // No pass in front: plain stream order behind the GEMM that decoded them (its
+      // programmatic launch would let this one load weights before the grids in front of
+      // that GEMM had completed).
+      cfg.numAttrs = 1;
+    } else {
+      const XPredecodeParams xp = predecode_params(p.a, p.sfa, p.M, p.K, p.L, kp.num_kb, exec.workspace, kpad);
+      cfg.numAttrs = kPdl ? 2 : 1;  // the pre-decoded GEMM after the pass
+      cudaLaunchConfig_t pre_cfg = {};
+      pre_cfg.gridDim = dim3(static_cast<unsigned>(p.M), static_cast<unsigned>(predecode_pieces(kp.num_kb)),
+                             static_cast<unsigned>(p.L));
+      pre_cfg.blockDim = dim3(kPredecodeThreads, 1, 1);
+      pre_cfg.stream = cuda_stream(exec);
+      pre_cfg.attrs = &attr[1];
+      pre_cfg.numAttrs = kPdl ? 1 : 0;
+      NVFP4_CUDA_TRY(cudaLaunchKernelEx(&pre_cfg, nvfp4_sm90_x_predecode_kernel, xp));
+      NVFP4_CHECK_LAUNCH();
+    }
     if (kPersistent && kp.splits == 1 && tiles > sm_count) {  // one CTA per tile: persistent
       kp.tiles_w = static_cast<int32_t>(tiles_w);
       kp.tiles_x = static_cast<int32_t>(tiles_x);
@@ -635,6 +644,10 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   NVFP4_CHECK_LAUNCH();
   return NVFP4_SUCCESS;
 }
+}  // namespace
+
+nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) { return run_gemm(p, exec, false); }
+nvfp4_status_t gemm_same_tokens(const GemmProblem& p, const Exec& exec) { return run_gemm(p, exec, true); }
 
 
 // ---- Pieces of gemm() for the packed MoE launcher (grouped_packed.cu; gemm_parts.hpp) ----

@@ -14,6 +14,11 @@ size_t gemm_workspace(const GemmProblem& p, const Exec& exec);
 // refuse), else NOT_SUPPORTED with the reason; launches nothing. For callers that run
 // several GEMMs and must refuse before the first one writes anything.
 nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec);
+// gemm(p) right after a gemm() on the same stream with the same tokens (a, sfa, M, K, L)
+// and the same exec.workspace: where that call pre-decoded the tokens into the workspace,
+// this one reads them from there instead of decoding them again (one launch and one
+// pass over A fewer: the dual GEMM's second product).
+nvfp4_status_t gemm_same_tokens(const GemmProblem& p, const Exec& exec);
 
 nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec);
 size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec& exec);
