@@ -36,7 +36,8 @@
 // *_workspace_size query (for the first CUDA device; + 256 bytes, as the handler aligns
 // the buffer to the 256 bytes the sm90a paths want); the handler queries again with the
 // real buffers and, should that result be too small (traced for another kind of GPU),
-// takes the difference from XLA's ScratchAllocator -- except while the stream is being
+// takes the difference from XLA's ScratchAllocator, else from the library's cached
+// workspace (NVFP4_WORKSPACE_CACHED) -- except while the stream is being
 // captured into a command buffer (a CUDA graph would keep an address XLA frees after the
 // call), where it fails with a clear error instead. With the workspace a result, every
 // CUDA handler is declared command-buffer compatible (the C ABI only enqueues work on
@@ -202,7 +203,8 @@ std::optional<ffi::AnyBuffer> optional_ret(const ffi::RemainingRets& rets, size_
 constexpr size_t kWorkspaceAlign = 256;
 
 // Points exec at scratch for the bytes `query` reports: the `workspace` result when it
-// is large enough, else XLA's scratch allocator (never while capturing a command buffer).
+// is large enough, else XLA's scratch allocator or the library's cached workspace (never
+// while capturing a command buffer).
 template <class Query>
 ffi::Error attach_workspace(const Env& env, std::optional<ffi::AnyBuffer> ws, Query&& query, nvfp4_exec_t* exec) {
   if (!env.cuda()) return ffi::Error::Success();  // the CPU backend needs none
@@ -228,13 +230,19 @@ ffi::Error attach_workspace(const Env& env, std::optional<ffi::AnyBuffer> ws, Qu
                           std::to_string(exec->workspace_bytes) +
                           " (sized for another GPU), and scratch cannot be allocated while XLA captures a "
                           "command buffer; trace on this device or disable command buffers for custom calls");
-  if (!env.scratch) return ffi::Error::Internal("nvfp4: no scratch allocator");
-  auto p = env.scratch->Allocate(need, kWorkspaceAlign);
-  if (!p.has_value())
-    return ffi::Error(ffi::ErrorCode::kResourceExhausted,
-                      "nvfp4: could not allocate " + std::to_string(need) + " bytes of workspace");
-  exec->workspace = *p;
-  exec->workspace_bytes = need;
+  if (env.scratch) {
+    auto p = env.scratch->Allocate(need, kWorkspaceAlign);
+    if (p.has_value()) {
+      exec->workspace = *p;
+      exec->workspace_bytes = need;
+      return ffi::Error::Success();
+    }
+  }
+  // XLA gave no scratch (its allocator is not always available to custom calls): the
+  // library's own cached workspace on XLA's stream (nvfp4.h, NVFP4_WORKSPACE_CACHED).
+  exec->workspace = nullptr;
+  exec->workspace_bytes = 0;
+  exec->workspace_mode = NVFP4_WORKSPACE_CACHED;
   return ffi::Error::Success();
 }
 

@@ -28,7 +28,7 @@ import sys
 import time
 
 from ._timing import Ceilings, Progress, Timer, datasheet_ceilings, measure_ceilings, rotation_count, sol_us
-from ._eager import EAGER_OPS, harness_us, launch_floor_us
+from ._eager import EAGER_OPS, graph_single_us, harness_us, launch_floor_us
 
 # gpu-mode benchmark shapes (DESIGN.md §9): gemv (M, K, L); gemm/dual (M, N, K);
 # grouped ([M_g], N, K). "packed" runs grouped_gemm_packed on the grouped shapes.
@@ -205,11 +205,17 @@ class Gemv(Problem):
         return h.torch.einsum("lmk,lk->lm", h.decode(s["a"], s["sfa"]), h.decode(s["b"], s["sfb"]))
 
     # "blocked": the scales in the blocked layout (the gpu-mode kernels' permuted tensors),
-    # swizzled once per input set outside the timing
-    nv_variants = ("", "blocked")
+    # swizzled once per input set outside the timing; "gpumode": nvfp4.gpumode's adapter
+    # on the gpu-mode input tuple (views of the same set: (rows, K/2, L) operands)
+    nv_variants = ("", "blocked", "gpumode")
 
     def nv_prepare(self, h, s, variant):
         st = {"s": s, "out": h.torch.empty(self.L, self.M, dtype=h.torch.float16, device=h.device)}
+        if variant == "gpumode":
+            lm = lambda t: t.permute(1, 2, 0)            # (L, M, X) -> (M, X, L)
+            vec = lambda t: t.permute(1, 0).unsqueeze(0)  # (L, X) -> (1, X, L)
+            st["data"] = (lm(s["a"]), vec(s["b"]), lm(s["sfa"]), vec(s["sfb"]), None, None,
+                          st["out"].permute(1, 0).unsqueeze(1))
         if variant == "blocked":
             import nvfp4
 
@@ -221,7 +227,9 @@ class Gemv(Problem):
         import nvfp4
 
         s = st["s"]
-        if variant == "blocked":
+        if variant == "gpumode":
+            nvfp4.gpumode.gemv(st["data"], backend=backend)
+        elif variant == "blocked":
             nvfp4.gemv(s["a"], st["sfa"], s["b"], st["sfb"], sf_layout="blocked", out=st["out"], backend=backend)
         else:
             nvfp4.gemv(s["a"], s["sfa"], s["b"], s["sfb"], out=st["out"], backend=backend)
@@ -230,6 +238,7 @@ class Gemv(Problem):
 class Gemm(Problem):
     op = "gemm"
     n_b = 1
+    gpumode_keys = ("a", "b", "sfa", "sfb")  # the gpu-mode tuple's operand order
 
     def __init__(self, M, N, K):
         self.M, self.N, self.K = _positive("M", M), _positive("N", N), _k(K)
@@ -249,10 +258,15 @@ class Gemm(Problem):
     def reference(self, h, s):
         return h.decode(s["a"], s["sfa"]) @ h.decode(s["b"], s["sfb"]).T
 
-    nv_variants = ("", "blocked")  # as Gemv
+    nv_variants = ("", "blocked", "gpumode")  # as Gemv
 
     def nv_prepare(self, h, s, variant):
         st = {"s": s, "out": h.torch.empty(self.M, self.N, dtype=h.torch.float16, device=h.device)}
+        if variant == "gpumode":
+            u = lambda t: t.unsqueeze(-1)  # (rows, X) -> (rows, X, 1)
+            ops = [u(s[k]) for k in self.gpumode_keys]
+            n = len(ops) // 2
+            st["data"] = (*ops[:n], *ops[n:], *([None] * n), u(st["out"]))
         if variant == "blocked":
             import nvfp4
 
@@ -264,7 +278,9 @@ class Gemm(Problem):
         import nvfp4
 
         s = st["s"]
-        if variant == "blocked":
+        if variant == "gpumode":
+            nvfp4.gpumode.gemm(st["data"], backend=backend)
+        elif variant == "blocked":
             nvfp4.gemm(s["a"], st["sfa"], s["b"], st["sfb"], sf_layout="blocked", out=st["out"], backend=backend)
         else:
             nvfp4.gemm(s["a"], s["sfa"], s["b"], s["sfb"], out=st["out"], backend=backend)
@@ -274,7 +290,8 @@ class Dual(Gemm):
     """C = silu(A·B1ᵀ) * (A·B2ᵀ)."""
     op = "dual"
     n_b = 2
-    nv_variants = ("",)
+    nv_variants = ("", "gpumode")
+    gpumode_keys = ("a", "b1", "b2", "sfa", "sfb1", "sfb2")
 
     def make_set(self, h):
         M, N, K = self.M, self.N, self.K
@@ -292,6 +309,9 @@ class Dual(Gemm):
         import nvfp4
 
         s = st["s"]
+        if variant == "gpumode":
+            nvfp4.gpumode.dual_gemm(st["data"], backend=backend)
+            return
         nvfp4.dual_gemm(s["a"], s["sfa"], s["b1"], s["sfb1"], s["b2"], s["sfb2"], activation="silu",
                         out=st["out"], backend=backend)
 
@@ -723,6 +743,8 @@ def run_case(h, p: Problem, impls, timer: Timer, ceilings: Ceilings, *, suite: s
             us = tm.us
             if eager and h.cuda and p.op in EAGER_OPS:
                 row["eager_us"] = harness_us(h.torch, h.device, p.op, lambda i: impl.launch(h, states[i]), n)
+                if p.op == "gemv" and impl.graphable:
+                    row["eager_graph_us"] = graph_single_us(h.torch, h.device, lambda i: impl.launch(h, states[i]), n)
             row.update({"us": us, "timing": tm.as_dict(), "samples": tm.samples,
                         "tflops": p.flops / (us * 1e-6) / 1e12 if p.flops else None,
                         "gbps": impl.io_bytes(p) / (us * 1e-6) / 1e9,
@@ -922,6 +944,10 @@ def run_gpu(args) -> int:
     floor = launch_floor_us(torch, device) if h.cuda else None
     if floor is not None:
         print(f"eager floor: one 1-element fill timed as gemv (sync, L2 clear, one call): {floor:.1f} µs")
+    for r in rows:
+        if r.get("eager_graph_us") is not None:
+            print(f"gemv {r['shape']} {r['impl']}: one call eager {r['eager_us']:.1f} µs, the same call replayed "
+                  f"from a CUDA graph (no host work in front) {r['eager_graph_us']:.1f} µs")
     print("µs: median per launch over batches of back-to-back launches (CUDA graph replays; '*' = eager "
           "launches, op not capturable) rotating over > 256 MiB of inputs. eager µs: timed as the gpu-mode "
           "harness does (gemv: one call after a sync and an L2 clear; gemm, dual: 50 back-to-back calls; "

@@ -52,3 +52,31 @@ def launch_floor_us(torch, device, reps: int = 20) -> float:
     launch latency and ramp-up that back-to-back launches hide; no kernel times below this."""
     x = torch.empty(1, device=device)
     return harness_us(torch, device, "gemv", lambda i: x.fill_(1.0), 1, reps)
+
+
+def graph_single_us(torch, device, launch, n_sets: int, reps: int = 20) -> float:
+    """The gemv method with no host work in front of the kernel: each call replayed from a
+    CUDA graph captured beforehand (sync, L2 clear, events around one replay). Beside the
+    eager number it shows how much of a single call's time is the host path's."""
+    graphs = []
+    s = torch.cuda.Stream(device)
+    with torch.cuda.stream(s):
+        for i in range(min(n_sets, 8)):
+            launch(i)  # warm-up outside capture
+    s.synchronize()
+    for i in range(min(n_sets, 8)):
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            launch(i)
+        graphs.append(g)
+    start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    samples = []
+    for r in range(reps):
+        torch.cuda.synchronize(device)
+        _clear_l2(torch, device)
+        start.record()
+        graphs[r % len(graphs)].replay()
+        end.record()
+        torch.cuda.synchronize(device)
+        samples.append(start.elapsed_time(end) * 1e3)
+    return statistics.median(samples)

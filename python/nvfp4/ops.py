@@ -154,6 +154,9 @@ def quantize(x, *, global_scale=None, sf_layout="linear", stream=None, backend="
     ((L,) bytes); global_scale: a 1-element float32 array (decode scale, amax/(6·448) when
     not given). A given global_scale may be a float or a 1-element float32 array; an array on
     x's device is used as is (no copy) and returned."""
+    if type(x) in _DIRECT and x.ndim <= 3 and (global_scale is None or (type(global_scale) in _DIRECT
+                                                                         and global_scale.device == x.device)):
+        return _ext.quantize(x, None, None, global_scale, False, sf_layout, stream, backend, None)
     if type(x) not in _DIRECT and (jx := _jax(x)):
         return jx.quantize(x, global_scale=global_scale, sf_layout=sf_layout, stream=stream, backend=backend)
     shape = tuple(x.shape) if hasattr(x, "shape") else ()
