@@ -388,8 +388,8 @@ def _eager_gpu(fn, *arrays, **kw):
     torch = _torch_cuda()
     if torch is None:
         return None
-    res = fn(*[torch.from_numpy(np.ascontiguousarray(a)).cuda() if isinstance(a, np.ndarray) else a
-               for a in arrays], **kw)
+    dev = lambda a: torch.from_numpy(np.ascontiguousarray(a)).cuda() if isinstance(a, np.ndarray) else a
+    res = fn(*[dev(a) for a in arrays], **{k: dev(v) for k, v in kw.items()})  # device alphas too
     torch.cuda.synchronize()
     if isinstance(res, tuple):
         return tuple(r.cpu().numpy() for r in res)

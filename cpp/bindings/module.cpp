@@ -16,6 +16,7 @@
 namespace nb = nanobind;
 using nvfp4_bindings::OpArgs;
 using nvfp4_bindings::parse_layout;
+using nvfp4_bindings::squeeze_unit;
 
 namespace {
 
@@ -102,24 +103,32 @@ NB_MODULE(_nvfp4_ext, m) {
   // `stream` None / int / stream object, `alloc` None or the Python layer's allocator
   // for arrays without the exchange API. Returns the output(s).
   m.def("gemv", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle alpha, const char* layout,
-                   const char* out_dtype, nb::handle out, nb::handle stream, const char* backend, nb::handle alloc) {
-    OpArgs args("gemv", alloc);
+                   const char* out_dtype, nb::handle out, nb::handle stream, const char* backend, nb::handle alloc,
+                   bool batch_last) {
+    OpArgs args("gemv", alloc, batch_last);
     nvfp4_tensor_t ta = args.input(a, "a"), tsa = args.input(sfa, "sfa"), tb = args.input(b, "b"),
                    tsb = args.input(sfb, "sfb"), to;
+    if (batch_last) {  // gpu-mode b (1, K/2, L) and sfb (1, K/16, L): (L, 1, X) -> (L, X)
+      squeeze_unit(&tb, 1);
+      if (tsb.ndim == 3) squeeze_unit(&tsb, 1);
+    }
     const nvfp4_scalar_t s = args.scalar(alpha, "alpha");
     int64_t shape[2] = {ta.shape[0], ta.shape[1]};
     const int nd = (ta.ndim == 2 || ta.ndim == 3) ? ta.ndim - 1 : -1;
     nb::object result = args.output_or_new(out, shape, nd, float_dtype("gemv", "out_dtype", out_dtype), &to);
+    if (batch_last && to.ndim == 3) squeeze_unit(&to, 2);  // gpu-mode c (M, 1, L) -> (L, M, 1) -> (L, M)
     const nvfp4_exec_t e = args.exec(stream, backend);
     CALL(nvfp4_gemv(&ta, &tsa, &tb, &tsb, s, parse_layout(layout), &to, &e));
     return result;
   }, nb::arg("a").none(), nb::arg("sfa").none(), nb::arg("b").none(), nb::arg("sfb").none(), nb::arg("alpha").none(),
      nb::arg("layout"), nb::arg("out_dtype"), nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"),
-     nb::arg("alloc").none());
+     nb::arg("alloc").none(),
+     nb::arg("batch_last") = false);
 
   m.def("gemm", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle alpha, const char* layout,
-                   const char* out_dtype, nb::handle out, nb::handle stream, const char* backend, nb::handle alloc) {
-    OpArgs args("gemm", alloc);
+                   const char* out_dtype, nb::handle out, nb::handle stream, const char* backend, nb::handle alloc,
+                   bool batch_last) {
+    OpArgs args("gemm", alloc, batch_last);
     nvfp4_tensor_t ta = args.input(a, "a"), tsa = args.input(sfa, "sfa"), tb = args.input(b, "b"),
                    tsb = args.input(sfb, "sfb"), to;
     const nvfp4_scalar_t s = args.scalar(alpha, "alpha");
@@ -131,13 +140,14 @@ NB_MODULE(_nvfp4_ext, m) {
     return result;
   }, nb::arg("a").none(), nb::arg("sfa").none(), nb::arg("b").none(), nb::arg("sfb").none(), nb::arg("alpha").none(),
      nb::arg("layout"), nb::arg("out_dtype"), nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"),
-     nb::arg("alloc").none());
+     nb::arg("alloc").none(),
+     nb::arg("batch_last") = false);
 
   m.def("dual_gemm", [](nb::handle a, nb::handle sfa, nb::handle b1, nb::handle sfb1, nb::handle b2, nb::handle sfb2,
                         nb::handle alpha1, nb::handle alpha2, const char* activation, const char* layout,
                         const char* out_dtype, nb::handle out, nb::handle stream, const char* backend,
-                        nb::handle alloc) {
-    OpArgs args("dual_gemm", alloc);
+                        nb::handle alloc, bool batch_last) {
+    OpArgs args("dual_gemm", alloc, batch_last);
     const nvfp4_activation_t act = parse_activation(activation);
     nvfp4_tensor_t ta = args.input(a, "a"), tsa = args.input(sfa, "sfa"), tb1 = args.input(b1, "b1"),
                    tsb1 = args.input(sfb1, "sfb1"), tb2 = args.input(b2, "b2"), tsb2 = args.input(sfb2, "sfb2"), to;
@@ -151,11 +161,12 @@ NB_MODULE(_nvfp4_ext, m) {
   }, nb::arg("a").none(), nb::arg("sfa").none(), nb::arg("b1").none(), nb::arg("sfb1").none(), nb::arg("b2").none(),
      nb::arg("sfb2").none(), nb::arg("alpha1").none(), nb::arg("alpha2").none(), nb::arg("activation"),
      nb::arg("layout"), nb::arg("out_dtype"), nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"),
-     nb::arg("alloc").none());
+     nb::arg("alloc").none(),
+     nb::arg("batch_last") = false);
 
   m.def("grouped_gemm", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle alphas,
                            const char* layout, const char* out_dtype, nb::handle out, nb::handle stream,
-                           const char* backend, nb::handle alloc) {
+                           const char* backend, nb::handle alloc, bool batch_last) {
     Items ia(a, "grouped_gemm: a must be a sequence"), isa(sfa, "grouped_gemm: sfa must be a sequence"),
         ib(b, "grouped_gemm: b must be a sequence"), isb(sfb, "grouped_gemm: sfb must be a sequence");
     const size_t g = ia.v.size();
@@ -170,21 +181,27 @@ NB_MODULE(_nvfp4_ext, m) {
     if (isa.v.size() != g || ib.v.size() != g || isb.v.size() != g || (!out.is_none() && io.v.size() != g) ||
         (!alphas.is_none() && alpha_values.size() != g))
       throw nb::value_error("grouped_gemm: a, sfa, b, sfb, out (and alphas if given) must have the same length");
-    OpArgs args("grouped_gemm", alloc);
+    OpArgs args("grouped_gemm", alloc, batch_last);
+    // gpu-mode groups are (rows, cols, 1): read as (1, rows, cols), used as (rows, cols)
+    auto group_view = [batch_last](nvfp4_tensor_t t) {
+      if (batch_last && t.ndim == 3) squeeze_unit(&t, 0);
+      return t;
+    };
     const char* dtype = float_dtype("grouped_gemm", "out_dtype", out_dtype);
     std::vector<nvfp4_tensor_t> ta(g), tsa(g), tb(g), tsb(g), to(g);
     std::vector<nvfp4_scalar_t> s(g, nvfp4_scalar_t{1.0f, nullptr});
     for (size_t i = 0; i < g; ++i) {
-      ta[i] = args.input(ia.v[i], "a");
-      tsa[i] = args.input(isa.v[i], "sfa");
-      tb[i] = args.input(ib.v[i], "b");
-      tsb[i] = args.input(isb.v[i], "sfb");
+      ta[i] = group_view(args.input(ia.v[i], "a"));
+      tsa[i] = group_view(args.input(isa.v[i], "sfa"));
+      tb[i] = group_view(args.input(ib.v[i], "b"));
+      tsb[i] = group_view(args.input(isb.v[i], "sfb"));
       if (!alpha_values.empty()) s[i].value = alpha_values[i];
     }
     for (size_t i = 0; i < g; ++i) {
       int64_t shape[2] = {ta[i].shape[0], tb[i].shape[0]};
       const int nd = ta[i].ndim == 2 && tb[i].ndim == 2 ? 2 : -1;
       results.append(args.output_or_new(out.is_none() ? nb::none() : io.v[i], shape, nd, dtype, &to[i]));
+      to[i] = group_view(to[i]);
     }
     const nvfp4_exec_t e = args.exec(stream, backend);
     CALL(nvfp4_grouped_gemm(static_cast<int32_t>(g), ta.data(), tsa.data(), tb.data(), tsb.data(), s.data(),
@@ -192,7 +209,8 @@ NB_MODULE(_nvfp4_ext, m) {
     return results;
   }, nb::arg("a").none(), nb::arg("sfa").none(), nb::arg("b").none(), nb::arg("sfb").none(), nb::arg("alphas").none(),
      nb::arg("layout"), nb::arg("out_dtype"), nb::arg("out").none(), nb::arg("stream").none(), nb::arg("backend"),
-     nb::arg("alloc").none());
+     nb::arg("alloc").none(),
+     nb::arg("batch_last") = false);
 
   m.def("grouped_gemm_packed", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle offsets,
                                   nb::handle alphas, const char* out_dtype, nb::handle out, nb::handle stream,

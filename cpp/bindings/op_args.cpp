@@ -152,6 +152,13 @@ nvfp4_tensor_t OpArgs::convert(nb::handle obj, const char* name, bool writable) 
     t = describe_ndarray(op_, name, arr);
     keep_ro_.push_back(std::move(arr));
   }
+  if (batch_last_ && t.ndim == 3) {  // (rows, cols, L) -> (L, rows, cols)
+    const nvfp4_tensor_t v = t;
+    for (int i = 0; i < 3; ++i) {
+      t.shape[i] = v.shape[(i + 2) % 3];
+      t.strides[i] = v.strides[(i + 2) % 3];
+    }
+  }
   if (!have_first_) {
     have_first_ = true;
     api_ = api;
@@ -280,6 +287,16 @@ nvfp4_exec_t OpArgs::exec(nb::handle stream, const char* backend) const {
     throw nb::value_error(
         (std::string("backend must be one of auto, cpu, portable, sm90a, sm100a; got '") + backend + "'").c_str());
   return e;
+}
+
+bool squeeze_unit(nvfp4_tensor_t* t, int dim) {
+  if (dim >= t->ndim || t->shape[dim] != 1) return false;
+  for (int i = dim; i + 1 < t->ndim; ++i) {
+    t->shape[i] = t->shape[i + 1];
+    t->strides[i] = t->strides[i + 1];
+  }
+  --t->ndim;
+  return true;
 }
 
 nvfp4_sf_layout_t parse_layout(const char* s) {

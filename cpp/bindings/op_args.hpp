@@ -23,7 +23,10 @@ class OpArgs {
  public:
   // `alloc`: None, or a callable (shape tuple, dtype name) -> array of the caller's
   // framework on the operands' device, used when the operands' type has no exchange API.
-  OpArgs(const char* op, nb::handle alloc) : op_(op), alloc_(alloc) {}
+  // `batch_last`: rank-3 arrays are the gpu-mode (rows, cols, L) tensors, read as the
+  // (L, rows, cols) operands they are views of (no Python permute per tensor).
+  OpArgs(const char* op, nb::handle alloc, bool batch_last = false)
+      : op_(op), alloc_(alloc), batch_last_(batch_last) {}
 
   nvfp4_tensor_t input(nb::handle obj, const char* name) { return convert(obj, name, false); }
   nvfp4_tensor_t output(nb::handle obj, const char* name) { return convert(obj, name, true); }
@@ -44,6 +47,7 @@ class OpArgs {
 
   const char* op_;
   nb::handle alloc_;
+  bool batch_last_ = false;
   const dlpack::ExchangeApi* api_ = nullptr;  // of the first operand's type
   bool have_first_ = false;
   int32_t device_type_ = dlpack::kCPU, device_id_ = 0;
@@ -53,5 +57,8 @@ class OpArgs {
 };
 
 nvfp4_sf_layout_t parse_layout(const char* s);
+
+// Drops dimension `dim` of t if it has extent 1 (true), else leaves t alone (false).
+bool squeeze_unit(nvfp4_tensor_t* t, int dim);
 
 }  // namespace nvfp4_bindings

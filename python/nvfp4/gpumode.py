@@ -13,9 +13,31 @@ is a drop-in `custom_kernel(data)`. gpu-mode tensors are torch tensors shaped
 
 from __future__ import annotations
 
+import sys
+
+from . import _nvfp4_ext as _ext
 from . import ops
 
 __all__ = ["gemv", "gemm", "dual_gemm", "grouped_gemm"]
+
+
+def _direct(t) -> bool:
+    """Hand the gpu-mode (rows, cols, L) tensors to the extension as they are (batch_last:
+    it reads them as (L, rows, cols) views, no Python permute per tensor): for tensors of
+    the exchange-API fast path, outside torch.compile tracing (which goes through the
+    public ops, registered by nvfp4.torch)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.compiler.is_compiling():
+        return False
+    return ops._direct(type(t))
+
+
+def _pick(sf_layout, linear, blocked):
+    if sf_layout == "linear":
+        return linear
+    if sf_layout == "blocked":
+        return blocked
+    raise ValueError(f"sf_layout must be 'linear' or 'blocked', got {sf_layout!r}")
 
 
 def _operand(t):
@@ -34,6 +56,10 @@ def _scales(linear, blocked, sf_layout):
 def gemv(data, sf_layout: str = "linear", backend: str = "auto"):
     """(a, b, sfa, sfb, sfa_permuted, sfb_permuted, c): c (M, 1, L) = a·b per batch."""
     a, b, sfa, sfb, sfa_p, sfb_p, c = data
+    if _direct(a):
+        _ext.gemv(a, _pick(sf_layout, sfa, sfa_p), b, _pick(sf_layout, sfb, sfb_p), 1.0, sf_layout, "float16", c,
+                  None, backend, None, True)
+        return c
     out = c[:, 0, :].permute(1, 0)                       # (L, M) view of c
     b_vec = b[0].permute(1, 0)                           # (L, K/2)
     sfb_vec = sfb[0].permute(1, 0) if sf_layout == "linear" else sfb_p
@@ -45,6 +71,10 @@ def gemv(data, sf_layout: str = "linear", backend: str = "auto"):
 def gemm(data, sf_layout: str = "linear", backend: str = "auto"):
     """(a, b, sfa, sfb, sfa_permuted, sfb_permuted, c): c (M, N, L) = a·bᵀ per batch."""
     a, b, sfa, sfb, sfa_p, sfb_p, c = data
+    if _direct(a):
+        _ext.gemm(a, _pick(sf_layout, sfa, sfa_p), b, _pick(sf_layout, sfb, sfb_p), 1.0, sf_layout, "float16", c,
+                  None, backend, None, True)
+        return c
     ops.gemm(_operand(a), _scales(sfa, sfa_p, sf_layout), _operand(b), _scales(sfb, sfb_p, sf_layout),
              sf_layout=sf_layout, out=c.permute(2, 0, 1), backend=backend)
     return c
@@ -53,6 +83,11 @@ def gemm(data, sf_layout: str = "linear", backend: str = "auto"):
 def dual_gemm(data, sf_layout: str = "linear", backend: str = "auto"):
     """(a, b1, b2, sfa, sfb1, sfb2, sfa_perm, sfb1_perm, sfb2_perm, c): c = silu(a·b1ᵀ)·(a·b2ᵀ)."""
     a, b1, b2, sfa, sfb1, sfb2, sfa_p, sfb1_p, sfb2_p, c = data
+    if _direct(a):
+        _ext.dual_gemm(a, _pick(sf_layout, sfa, sfa_p), b1, _pick(sf_layout, sfb1, sfb1_p), b2,
+                       _pick(sf_layout, sfb2, sfb2_p), 1.0, 1.0, "silu", sf_layout, "float16", c, None, backend,
+                       None, True)
+        return c
     ops.dual_gemm(_operand(a), _scales(sfa, sfa_p, sf_layout), _operand(b1), _scales(sfb1, sfb1_p, sf_layout),
                   _operand(b2), _scales(sfb2, sfb2_p, sf_layout), activation="silu", sf_layout=sf_layout,
                   out=c.permute(2, 0, 1), backend=backend)
@@ -63,6 +98,11 @@ def grouped_gemm(data, sf_layout: str = "linear", backend: str = "auto"):
     """(abc_tensors, sfasfb_tensors, sfasfb_reordered_tensors, problem_sizes): per group
     c_g (M_g, N_g, 1) = a_g·b_gᵀ; returns the list of c_g."""
     abc, sf_linear, sf_blocked, _sizes = data
+    if abc and _direct(abc[0][0]):
+        sfs = _pick(sf_layout, sf_linear, sf_blocked)
+        _ext.grouped_gemm([t[0] for t in abc], [s[0] for s in sfs], [t[1] for t in abc], [s[1] for s in sfs], None,
+                          sf_layout, "float16", [t[2] for t in abc], None, backend, None, True)
+        return [c for _, _, c in abc]
     a_list = [_operand(a)[0] for a, _, _ in abc]
     b_list = [_operand(b)[0] for _, b, _ in abc]
     outs = [c.permute(2, 0, 1)[0] for _, _, c in abc]
