@@ -80,6 +80,41 @@ int main() {
   cfg.attrs = &attr[1];
   row("cudaLaunchKernelEx, PDL", ns_per_call([&] { cudaLaunchKernelEx(&cfg, empty_kernel, 0); }, s));
 
+  // The same launches through the driver API with the CUfunction fetched once
+  // (cudaGetFuncBySymbol): what the runtime adds per launch.
+  {
+    cudaFunction_t rf = nullptr;
+    CHECK(cudaGetFuncBySymbol(&rf, reinterpret_cast<const void*>(empty_kernel)));
+    CUfunction f = reinterpret_cast<CUfunction>(rf);
+    void* drv_launch = nullptr;
+    void* drv_launch_ex = nullptr;
+    cudaDriverEntryPointQueryResult qr;
+    CHECK(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &drv_launch, 12000, cudaEnableDefault, &qr));
+    CHECK(cudaGetDriverEntryPointByVersion("cuLaunchKernelEx", &drv_launch_ex, 12000, cudaEnableDefault, &qr));
+    auto launch = reinterpret_cast<PFN_cuLaunchKernel_v4000>(drv_launch);
+    auto launch_ex = reinterpret_cast<PFN_cuLaunchKernelEx_v11060>(drv_launch_ex);
+    int arg0 = 0;
+    void* params[] = {&arg0};
+    row("cuLaunchKernel (driver, cached CUfunction)", ns_per_call([&] {
+          launch(f, 1, 1, 1, 32, 1, 1, 0, reinterpret_cast<CUstream>(s), params, nullptr);
+        }, s));
+    CUlaunchAttribute dattr[2] = {};
+    dattr[0].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+    dattr[0].value.clusterDim.x = 1;
+    dattr[0].value.clusterDim.y = 1;
+    dattr[0].value.clusterDim.z = 1;
+    dattr[1].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+    dattr[1].value.programmaticStreamSerializationAllowed = 1;
+    CUlaunchConfig dcfg = {};
+    dcfg.gridDimX = dcfg.gridDimY = dcfg.gridDimZ = 1;
+    dcfg.blockDimX = 32;
+    dcfg.blockDimY = dcfg.blockDimZ = 1;
+    dcfg.hStream = reinterpret_cast<CUstream>(s);
+    dcfg.attrs = dattr;
+    dcfg.numAttrs = 2;
+    row("cuLaunchKernelEx (driver), cluster + PDL", ns_per_call([&] { launch_ex(&dcfg, f, params, nullptr); }, s));
+  }
+
   int v = 0;
   row("cudaGetDevice", ns_per_call([&] { cudaGetDevice(&v); }, s));
   row("cudaGetDeviceCount", ns_per_call([&] { cudaGetDeviceCount(&v); }, s));
@@ -167,6 +202,34 @@ int main() {
     nvfp4_status_t st = nvfp4_gemv(&a, &sfa, &b, &sfb, alpha, NVFP4_SF_LINEAR, &c, &ex);
     if (st != NVFP4_SUCCESS) std::printf("nvfp4_gemv failed: %s\n", nvfp4_last_error());
     row("nvfp4_gemv 256x1024", ns_per_call([&] { nvfp4_gemv(&a, &sfa, &b, &sfb, alpha, NVFP4_SF_LINEAR, &c, &ex); }, s, 5000));
+  }
+  {
+    const int64_t M = 128, N = 128, K = 2048;
+    nvfp4_tensor_t a = tensor(0, NVFP4_DTYPE_UINT8, {M, K / 2}), sfa = tensor(1 << 20, NVFP4_DTYPE_UINT8, {M, K / 16}),
+                   b = tensor(2 << 20, NVFP4_DTYPE_UINT8, {N, K / 2}), sfb = tensor(3 << 20, NVFP4_DTYPE_UINT8, {N, K / 16}),
+                   c = tensor(4 << 20, NVFP4_DTYPE_FLOAT16, {M, N});
+    nvfp4_scalar_t one{1.0f, nullptr};
+    nvfp4_exec_t cached{};
+    cached.stream = ex.stream;
+    cached.workspace_mode = NVFP4_WORKSPACE_CACHED;
+    nvfp4_status_t st = nvfp4_dual_gemm(&a, &sfa, &b, &sfb, &b, &sfb, one, one, NVFP4_ACT_SILU, NVFP4_SF_LINEAR, &c, &cached);
+    if (st != NVFP4_SUCCESS) std::printf("nvfp4_dual_gemm failed: %s\n", nvfp4_last_error());
+    row("nvfp4_dual_gemm 128x128x2048 (cached workspace)", ns_per_call([&] {
+          nvfp4_dual_gemm(&a, &sfa, &b, &sfb, &b, &sfb, one, one, NVFP4_ACT_SILU, NVFP4_SF_LINEAR, &c, &cached);
+        }, s, 5000));
+    row("nvfp4_gemm 128x128x2048 (cached workspace)", ns_per_call([&] {
+          nvfp4_gemm(&a, &sfa, &b, &sfb, one, NVFP4_SF_LINEAR, &c, &cached);
+        }, s, 5000));
+  }
+  {
+    nvfp4_tensor_t x = tensor(0, NVFP4_DTYPE_FLOAT32, {128, 1024}), q = tensor(1 << 20, NVFP4_DTYPE_UINT8, {128, 512}),
+                   sf = tensor(2 << 20, NVFP4_DTYPE_UINT8, {128, 64}), gs = tensor(3 << 20, NVFP4_DTYPE_FLOAT32, {1});
+    nvfp4_status_t st = nvfp4_quantize(&x, &q, &sf, NVFP4_SF_LINEAR, &gs, 1, &ex);
+    if (st != NVFP4_SUCCESS) std::printf("nvfp4_quantize failed: %s\n", nvfp4_last_error());
+    row("nvfp4_quantize 128x1024 fp32, computing the global scale",
+        ns_per_call([&] { nvfp4_quantize(&x, &q, &sf, NVFP4_SF_LINEAR, &gs, 1, &ex); }, s, 5000));
+    row("nvfp4_quantize 128x1024 fp32, global scale given",
+        ns_per_call([&] { nvfp4_quantize(&x, &q, &sf, NVFP4_SF_LINEAR, &gs, 0, &ex); }, s, 5000));
   }
   CHECK(cudaFree(dev));
   CHECK(cudaFree(buf));
