@@ -44,19 +44,19 @@ class Framework:
             import torch
             self.torch = torch
             self.to = lambda x: torch.from_numpy(np.ascontiguousarray(x)).cuda()
-            self.sync = torch.cuda.synchronize
+            self.sync = lambda r=None: torch.cuda.synchronize()
         elif name == "cupy":
             import cupy
             self.to = cupy.asarray
-            self.sync = cupy.cuda.runtime.deviceSynchronize
+            self.sync = lambda r=None: cupy.cuda.runtime.deviceSynchronize()
         elif name == "jax":
             import jax
             gpu = [d for d in jax.devices() if d.platform == "gpu"][0]
             self.to = lambda x: jax.device_put(x, gpu)
-            self.sync = lambda: None
+            self.sync = lambda r=None: jax.block_until_ready(r)
         elif name == "numpy":
             self.to = lambda x: x
-            self.sync = lambda: None
+            self.sync = lambda r=None: None
         else:
             raise ValueError(f"unknown framework {name!r}")
 
@@ -64,8 +64,8 @@ class Framework:
 def per_call_us(fw: Framework, fn, n: int = N_CALLS, batches: int = BATCHES):
     """(host µs per call, gpu µs per call or None): median over batches of n calls."""
     for _ in range(min(200, n)):
-        fn()
-    fw.sync()
+        r = fn()
+    fw.sync(r)
     host, gpu = [], None
     for i in range(batches):
         if fw.name == "torch" and i == 0:
@@ -74,13 +74,13 @@ def per_call_us(fw: Framework, fn, n: int = N_CALLS, batches: int = BATCHES):
             start.record()
         t0 = time.perf_counter()
         for _ in range(n):
-            fn()
+            r = fn()
         t1 = time.perf_counter()
         if fw.name == "torch" and i == 0:
             end.record()
             end.synchronize()
             gpu = start.elapsed_time(end) * 1e3 / n
-        fw.sync()
+        fw.sync(r)
         host.append((t1 - t0) / n * 1e6)
     return statistics.median(host), gpu
 
@@ -115,6 +115,15 @@ def cases(fw: Framework, rng):
         ("dequantize 128x1024", lambda: nvfp4.dequantize(q, sf, global_scale=gs)),
         ("swizzle_scales 128x64", lambda: nvfp4.swizzle_scales(sf)),
     ]
+    if fw.name == "jax":  # the jitted calls too (XLA FFI custom calls; JAX dispatches asynchronously)
+        import jax
+
+        jgemm = jax.jit(lambda *t: nvfp4.gemm(*t, out_dtype=out_dtype))
+        jdual = jax.jit(lambda *t: nvfp4.dual_gemm(*t, out_dtype=out_dtype))
+        jquant = jax.jit(lambda t: nvfp4.quantize(t))
+        rows += [("jax.jit(gemm) 128x128x2048", lambda: jgemm(a, sfa, b, sfb)),
+                 ("jax.jit(dual_gemm) 128x128x2048", lambda: jdual(a, sfa, b, sfb, b2, sfb2)),
+                 ("jax.jit(quantize) 128x1024 fp32", lambda: jquant(xd))]
     for g in (1, 8, 64):
         ga = [to(v) for v in _rng_problem(rng, 16, 128, 256, L=g)]
         lists = [[t[i] for i in range(g)] for t in ga]
@@ -155,7 +164,7 @@ def main(argv=None) -> int:
             print(f"| {name} | (unavailable: {type(e).__name__}: {e}) | | |")
             continue
         for label, fn in peers(fw) + cases(fw, rng):
-            n = N_CALLS if name != "numpy" else 20
+            n = {"numpy": 20, "jax": 200}.get(name, N_CALLS)
             try:
                 host, gpu = per_call_us(fw, fn, n=n, batches=BATCHES if name != "numpy" else 3)
             except Exception as e:
