@@ -35,7 +35,7 @@
 #include "../common/cuda_check.hpp"
 #include "../common/formats.h"
 #include "../problem.hpp"
-#include "collective/ptx.cuh"
+#include "ptx.cuh"
 
 namespace nvfp4::sm90 {
 

@@ -1,6 +1,6 @@
-// Thin inline-PTX wrappers for the sm90a GEMM pieces: mbarriers, TMA
-// (cp.async.bulk.tensor), cp.async with zero-fill, wgmma, proxy fences, cluster
-// barriers and distributed shared memory. Only what the collectives use; each
+// Thin inline-PTX wrappers for the sm90a kernels (the GEMM's collectives/ and the
+// GEMV's gemv/): mbarriers, TMA (cp.async.bulk.tensor), cp.async, wgmma, proxy fences,
+// cluster barriers and distributed shared memory. Only what the kernels use; each
 // wrapper is one instruction (or a wait loop) so the SASS stays readable.
 #pragma once
 

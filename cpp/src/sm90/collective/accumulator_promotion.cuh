@@ -28,7 +28,7 @@
 // above (0.076 worst on the H100 checks of gemm21), against 0.06.
 #pragma once
 
-#include "ptx.cuh"
+#include "../ptx.cuh"
 
 #ifndef NVFP4_SM90_PROMOTE_BLOCKS
 #define NVFP4_SM90_PROMOTE_BLOCKS 4

@@ -15,7 +15,7 @@
 #include <stdint.h>
 
 #include "gemm_params.cuh"
-#include "ptx.cuh"
+#include "../ptx.cuh"
 
 namespace nvfp4::sm90 {
 

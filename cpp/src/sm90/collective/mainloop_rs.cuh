@@ -33,7 +33,7 @@
 #include "accumulator_promotion.cuh"
 #include "fp4_decode.cuh"
 #include "gemm_params.cuh"
-#include "ptx.cuh"
+#include "../ptx.cuh"
 
 namespace nvfp4::sm90 {
 

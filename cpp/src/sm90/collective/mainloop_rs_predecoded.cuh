@@ -40,7 +40,7 @@
 #include "fp4_decode.cuh"
 #include "gemm_params.cuh"
 #include "mainloop_rs.cuh"
-#include "ptx.cuh"
+#include "../ptx.cuh"
 
 namespace nvfp4::sm90 {
 

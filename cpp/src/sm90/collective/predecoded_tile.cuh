@@ -12,7 +12,7 @@
 #include "epilogue_cluster_reduce.cuh"
 #include "gemm_params.cuh"
 #include "mainloop_rs_predecoded.cuh"
-#include "ptx.cuh"
+#include "../ptx.cuh"
 
 namespace nvfp4::sm90 {
 

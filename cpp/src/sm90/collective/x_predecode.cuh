@@ -15,7 +15,7 @@
 
 #include "../../common/formats.h"
 #include "fp4_decode.cuh"
-#include "ptx.cuh"
+#include "../ptx.cuh"
 
 namespace nvfp4::sm90 {
 
