@@ -23,7 +23,8 @@ reported next to its time. Peers need torch; bench/run.py skips them when it is 
 
 from __future__ import annotations
 
-from nvfp4._bench_gpu import Dequantize, Dual, Gemm, Gemv, Grouped, Impl, Quantize, Swizzle
+from nvfp4._bench_gpu import Impl
+from nvfp4._bench_problems import Dequantize, Dual, Gemm, Gemv, Grouped, Quantize, Swizzle
 from nvfp4._bench_peers import CublasBf16
 
 

@@ -38,7 +38,7 @@ def moe_split(tokens: int, groups: int, seed: int = 0) -> list:
 
 def build_suites(quick: bool = False, tiny: bool = False) -> list:
     """[(name, title, [problem specs])] in run order (most important first)."""
-    from nvfp4._bench_gpu import SHAPES
+    from nvfp4._bench_problems import SHAPES
 
     if tiny:   # a self-test of the harness (runs on the CPU too): every op, every peer, small
         shapes = ["gemv:64x256x2", "gemm:64x32x256", "dual:32x48x128", "grouped:16+24x32x64"]
@@ -77,7 +77,8 @@ def build_suites(quick: bool = False, tiny: bool = False) -> list:
 
 def impls_for(p, backends):
     """nvfp4 rows (one per backend; grouped: grouped_gemm and grouped_gemm_packed) + peers."""
-    from nvfp4._bench_gpu import Grouped, NvFp4, nvfp4_impls
+    from nvfp4._bench_gpu import NvFp4, nvfp4_impls
+    from nvfp4._bench_problems import Grouped
     from peers import peers_for
 
     if isinstance(p, Grouped) and not p.packed:
@@ -120,7 +121,9 @@ def main(argv=None) -> int:
               "peers); not installed: nothing run. `python -m nvfp4 bench` prints datasheet SOL without it.")
         return 1
     import nvfp4
-    from nvfp4._bench_gpu import (Harness, ceilings_line, describe_device, get_ceilings, parse_spec, run_case)
+    from nvfp4._bench_gpu import run_case
+    from nvfp4._bench_problems import Harness, parse_spec
+    from nvfp4._bench_report import ceilings_line, describe_device, get_ceilings
     from nvfp4._timing import ROTATE_BYTES, Progress, Timer
 
     import report

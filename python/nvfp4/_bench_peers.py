@@ -5,7 +5,8 @@ matmul per group."""
 
 from __future__ import annotations
 
-from ._bench_gpu import Dual, Gemm, Gemv, Grouped, Impl
+from ._bench_gpu import Impl
+from ._bench_problems import Dual, Gemm, Gemv, Grouped
 
 
 class CublasBf16(Impl):
