@@ -418,8 +418,8 @@ class Quantize(Problem):
     def nv_launch(self, h, st, backend, variant):
         from . import _nvfp4_ext
 
-        _nvfp4_ext.quantize(st["s"]["x"], st["q"], st["sf"], "linear", st["gs"], variant == "amax",
-                            h.stream_handle(), backend)
+        _nvfp4_ext.quantize(st["s"]["x"], st["q"], st["sf"], st["gs"], variant == "amax", "linear",
+                            h.stream_handle(), backend, None)
 
     def nv_result(self, st):
         return st
