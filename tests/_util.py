@@ -9,10 +9,10 @@ import pytest
 
 _E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
 
-# DESIGN.md §3 tolerances
+# Tolerances: docs/design.md, "Numerics"
 FP16_RTOL = FP16_ATOL = 1e-3
 FP32_REL = 1e-5
-BF16_RTOL = 2.0 ** -7   # one bf16 ulp (DESIGN §3 states fp16 only; bf16 has 8 significant bits)
+BF16_RTOL = 2.0 ** -7   # one bf16 ulp (the gpu-mode check is for fp16 only; bf16 has 8 significant bits)
 
 POISON_BYTE = 0xA5
 
@@ -32,7 +32,7 @@ def to_f64(x) -> np.ndarray:
 
 
 def assert_matches(out, ref, dtype: str = None) -> None:
-    """The §3 check of a GEMM-family output against its float64 reference:
+    """The "Numerics" check (docs/design.md) of a GEMM-family output against its float64 reference:
     fp16/bf16 outputs within rtol = atol = 1e-3 of the reference rounded to that dtype,
     fp32 outputs ‖out − ref‖/‖ref‖ < 1e-5; NaN exactly where the reference has NaN."""
     out = np.asarray(out)

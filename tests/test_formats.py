@@ -1,4 +1,4 @@
-"""Bit-level format contracts (DESIGN.md §1): e2m1 and e4m3 decoding through the
+"""Bit-level format contracts (docs/design.md, "Formats and layouts"): e2m1 and e4m3 decoding through the
 library, e2m1/e4m3 rounding through quantize, and the global-scale direction."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from nvfp4 import reference as R
 
 ONE_E4M3 = 0x38  # 1.0
 
-# Hand-written, from DESIGN §1 (not from any table in the code base).
+# Hand-written from the format definitions (docs/design.md, "Formats and layouts"), not from any
+# table in the code base.
 E2M1_HAND = [0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0]
 E4M3_HAND = {
     0x00: 0.0, 0x01: 2.0 ** -9, 0x02: 2.0 ** -8, 0x03: 3 * 2.0 ** -9, 0x07: 7 * 2.0 ** -9,   # subnormals

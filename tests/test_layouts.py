@@ -1,4 +1,4 @@
-"""Scale layouts (DESIGN.md §1): the blocked formula vs the gpu-mode 6-D
+"""Scale layouts (docs/design.md, "Formats and layouts"): the blocked formula vs the gpu-mode 6-D
 construction, swizzle/unswizzle through the library, padding, the 6-D view as an
 input, and byte-count errors."""
 

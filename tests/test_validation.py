@@ -1,4 +1,4 @@
-"""Bad inputs (DESIGN.md §6): each raises ValueError/TypeError whose message names the
+"""Bad inputs (docs/design.md, "How a call flows": validation): each raises ValueError/TypeError whose message names the
 offending argument, and nothing is written to `out` when validation fails."""
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Timing and speed-of-light helpers shared by `python -m nvfp4 bench` and bench/run.py.
 
-Method (/work/.library/device/METHOD.md, DESIGN.md §9):
+Method (docs/design.md, "Delivered speed"; bench/README.md, "Timing and checking"):
 - warm up first (module load, cuBLAS handles, first-touch allocations stay out), and then
   run the timed batch itself for warmup_ms (25 ms, as triton's do_bench) so that the GPU's
   clocks have settled: with only a few launches of warm-up, the first implementation timed

@@ -1,7 +1,7 @@
-"""An independent numpy reference for NVFP4 (DESIGN.md §1–§3).
+"""An independent numpy reference for NVFP4 (docs/design.md, "Formats and layouts", "Numerics").
 
 Nothing here calls libnvfp4: the formats are decoded from their definitions, the
-scale layouts are built from the DESIGN formula and, separately, the gpu-mode 6-D
+scale layouts are built from the documented formula and, separately, the gpu-mode 6-D
 construction, and the GEMMs are float64 matmuls of exactly decoded operands. The
 tests compare the library (every backend) against this module.
 
@@ -166,7 +166,7 @@ def blocked_bytes(rows: int, k: int) -> int:
 
 
 def blocked_offset(r, c, k: int):
-    """DESIGN §1: byte offset of scale (row r, scale column c) in the blocked layout of
+    """Byte offset (docs/design.md, "Formats and layouts") of scale (row r, scale column c) in the blocked layout of
     a rows x k operand (vectorized over r, c)."""
     r = np.asarray(r, dtype=np.int64)
     c = np.asarray(c, dtype=np.int64)

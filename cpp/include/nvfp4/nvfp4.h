@@ -6,7 +6,7 @@
  * device. All functions are thread-safe; GPU calls only enqueue work on `stream`
  * (no host synchronisation, no allocation), so they can be captured in a CUDA graph.
  *
- * Conventions (see DESIGN.md §1):
+ * Conventions (see docs/design.md, "Formats and layouts"):
  *   - packed fp4: two e2m1 values per byte, element 2i in the low nibble; a matrix
  *     with K columns has K/2 bytes per row. Tensors of dtype NVFP4_DTYPE_FP4X2 or
  *     UINT8/INT8 are accepted; their shape counts bytes.

@@ -110,7 +110,7 @@ NVFP4_HD uint32_t float_to_e2m1(float f) {
   return sign | mag;
 }
 
-// Blocked ("128x4") scale layout, DESIGN.md §1.
+// Blocked ("128x4") scale layout (docs/design.md, "Formats and layouts").
 NVFP4_HD int64_t blocked_sf_cols(int64_t k) { return (k / kSfVec + 3) / 4 * 4; }
 NVFP4_HD int64_t blocked_sf_rows(int64_t rows) { return (rows + 127) / 128 * 128; }
 NVFP4_HD int64_t blocked_sf_bytes(int64_t rows, int64_t k) {
@@ -123,7 +123,7 @@ NVFP4_HD int64_t blocked_sf_offset(int64_t r, int64_t c, int64_t k) {
   return tile * 512 + (r % 32) * 16 + ((r % 128) / 32) * 4 + (c % 4);
 }
 
-// The quantization recipe (DESIGN.md §1), in fp32, identical on every backend:
+// The quantization recipe (docs/design.md, "Formats and layouts"), in fp32, identical on every backend:
 //   s      = e4m3(block_amax / (6 * gs))               (RNE, saturating)
 //   q_i    = e2m1(x_i * (1 / (float(s) * gs)))          (RNE, saturating)
 // A block whose scale decodes to 0 stores zeros. NaN in a block gives scale 0x7F.

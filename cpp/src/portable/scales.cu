@@ -1,5 +1,5 @@
 // Portable swizzle / unswizzle of e4m3 block scales: linear (rows, K/16) <-> the
-// blocked "128x4" layout (DESIGN.md §1), an exact byte permutation.
+// blocked "128x4" layout (docs/design.md, "Formats and layouts"), an exact byte permutation.
 //
 // Operands whose linear rows and blocked batches are 16-byte aligned take the staged
 // kernels (bottom of the file: a CTA transposes 8 KB through shared memory as 32-bit
