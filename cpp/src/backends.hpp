@@ -1,9 +1,10 @@
 // The one launcher signature every backend implements. api.cpp validates the
-// arguments, builds a Problem (problem.hpp) and walks the device's backend chain
-// (sm100a -> portable, sm90a -> portable, portable): the first backend whose entry
-// is non-null and does not answer NVFP4_ERROR_NOT_SUPPORTED runs the op.
+// arguments (validate.hpp), builds a Problem (problem.hpp) and walks the device's backend
+// chain (dispatch.cpp: sm100a -> portable, sm90a -> portable, portable): the first backend
+// whose entry is non-null and does not answer NVFP4_ERROR_NOT_SUPPORTED runs the op.
 // A backend answering NOT_SUPPORTED must not have touched any memory.
-// Adding a backend = new folder + one BackendOps table + one line in backends.cpp.
+// Adding a backend = new folder + one BackendOps table + its declaration below + its place
+// in backend_chain (dispatch.cpp); docs/design.md, "Adding an op or a backend".
 #pragma once
 
 #include "problem.hpp"
