@@ -4,9 +4,9 @@
 // epilogue: each accumulator scaled by its alpha in fp32, the activation in fp32, one
 // rounding at the end.
 //
-// Not the fused kernel DESIGN §8 describes (A decoded once, two accumulators per CTA):
-// that one would need two 64-register accumulator sets beside the decoded weight
-// fragments of the RS mainloop, i.e. a new tile shape. Composed from the tuned GEMM it
+// Not the fused kernel docs/design.md "Backends" describes (A decoded once, two
+// accumulators per CTA): that one would need two 64-register accumulator sets beside the
+// decoded weight fragments of the RS mainloop, i.e. a new tile shape. Composed from the tuned GEMM it
 // still runs ~10-20x faster than the portable dual kernel it replaces on Hopper
 // (bench/NOTES.md "dual and grouped on the sm90a GEMM"). The second GEMM reads the tokens
 // the first one pre-decoded (gemm_same_tokens); the cost over one fused pass is the fp32
@@ -22,6 +22,7 @@
 
 #include "../common/cuda_check.hpp"
 #include "gemm_parts.hpp"
+#include "launch.hpp"
 #include "launchers.hpp"
 
 namespace nvfp4::sm90 {
@@ -145,10 +146,11 @@ nvfp4_status_t plan_dual(const DualGemmProblem& p, const Exec& exec, Plan* plan)
   plan->product_bytes = round_up(static_cast<size_t>(p.L * plan->rows * p.N) * sizeof(float));
   const GemmProblem g1 = product(p, 0, plan->rows, p.b1, p.sfb1, p.alpha1, nullptr);
   const GemmProblem g2 = product(p, 0, plan->rows, p.b2, p.sfb2, p.alpha2, nullptr);
-  nvfp4_status_t st = gemm_supported(g1, exec);
+  size_t gemm_bytes = 0;  // g2: the same A, M, N, K, L, hence the same path and token workspace
+  nvfp4_status_t st = gemm_supported(g1, exec, &gemm_bytes);
   if (st == NVFP4_SUCCESS) st = gemm_supported(g2, exec);
   if (st != NVFP4_SUCCESS) return st;
-  plan->gemm_bytes = round_up(gemm_workspace(g1, exec));  // g2: the same A, M, K, L
+  plan->gemm_bytes = round_up(gemm_bytes);
   return NVFP4_SUCCESS;
 }
 
@@ -208,17 +210,12 @@ nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec) {
     const int64_t units = p.L * rows * (g.vec4 ? p.N / 4 : p.N);
     const int64_t blocks_needed = (units + 255) / 256;
     const int64_t blocks_cap = static_cast<int64_t>(sm_count) * 8;
-    cudaLaunchConfig_t cfg = {};
-    cfg.gridDim = dim3(static_cast<unsigned>(blocks_needed < blocks_cap ? blocks_needed : blocks_cap), 1, 1);
-    cfg.blockDim = dim3(256, 1, 1);
-    cfg.stream = cuda_stream(exec);
-    cudaLaunchAttribute attr[1] = {};
-    attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-    attr[0].val.programmaticStreamSerializationAllowed = 1;
-    cfg.attrs = attr;
-    cfg.numAttrs = 1;
-    NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, dual_combine_kernel, g));
-    NVFP4_CHECK_LAUNCH();
+    LaunchShape shape;
+    shape.grid = dim3(static_cast<unsigned>(blocks_needed < blocks_cap ? blocks_needed : blocks_cap), 1, 1);
+    shape.block = dim3(256, 1, 1);
+    shape.pdl = true;  // a programmatic dependent of the second GEMM (the kernel waits for it first)
+    const nvfp4_status_t launched = launch(dual_combine_kernel, shape, cuda_stream(exec), g);
+    if (launched != NVFP4_SUCCESS) return launched;
   }
   return NVFP4_SUCCESS;
 }

@@ -3,9 +3,9 @@
 // group needs; stream order keeps the groups' uses apart, and each GEMM waits for the
 // grid before it before touching memory, PDL included).
 //
-// Not the single persistent launch over all groups' tiles that DESIGN §8 describes: the
-// GEMM's tile scheduler plans one problem (split-K from its M, N and K). A loop of the
-// tuned GEMM still runs ~15-25x faster than the portable loop it replaces on Hopper
+// Not the single persistent launch over all groups' tiles that docs/design.md "Backends"
+// describes: the GEMM's plan covers one problem (split-K from its M, N and K). A loop of
+// the tuned GEMM still runs ~15-25x faster than the portable loop it replaces on Hopper
 // (bench/NOTES.md "dual and grouped on the sm90a GEMM"); what it leaves is one launch and
 // one pipeline fill per group.
 #include "launchers.hpp"
@@ -13,23 +13,23 @@
 namespace nvfp4::sm90 {
 
 namespace {
-// NOT_SUPPORTED (nothing launched) when any group's GEMM would refuse.
-nvfp4_status_t check_groups(const GroupedGemmProblem& p, const Exec& exec) {
+// NOT_SUPPORTED (nothing launched) when any group's GEMM would refuse; `workspace` (if
+// given): the largest group's gemm_workspace.
+nvfp4_status_t check_groups(const GroupedGemmProblem& p, const Exec& exec, size_t* workspace = nullptr) {
+  if (workspace != nullptr) *workspace = 0;
   for (int32_t i = 0; i < p.count; ++i) {
-    const nvfp4_status_t st = gemm_supported(p.groups[i], exec);
+    size_t bytes = 0;
+    const nvfp4_status_t st = gemm_supported(p.groups[i], exec, workspace != nullptr ? &bytes : nullptr);
     if (st != NVFP4_SUCCESS) return st;
+    if (workspace != nullptr && bytes > *workspace) *workspace = bytes;
   }
   return NVFP4_SUCCESS;
 }
 }  // namespace
 
 size_t grouped_gemm_workspace(const GroupedGemmProblem& p, const Exec& exec) {
-  if (check_groups(p, exec) != NVFP4_SUCCESS) return 0;  // the portable loop runs it: no scratch
   size_t bytes = 0;
-  for (int32_t i = 0; i < p.count; ++i) {
-    const size_t b = gemm_workspace(p.groups[i], exec);
-    if (b > bytes) bytes = b;
-  }
+  if (check_groups(p, exec, &bytes) != NVFP4_SUCCESS) return 0;  // the portable loop runs it: no scratch
   return bytes;
 }
 

@@ -1,12 +1,13 @@
 // sm90a packed MoE GEMM: rows [offsets[g], offsets[g+1]) of A (tokens, all experts in
 // one matrix) times expert g's weights B[g]^T, offsets and alphas on the device, no host
 // synchronisation. One launch over all experts' tiles:
-//   1. the tokens of every expert are decoded once into an fp16 workspace by gemm()'s
-//      pre-decode pass (it does not need the offsets: one total_M x K matrix);
+//   1. the tokens of every expert are decoded once into an fp16 workspace by the GEMM's
+//      token pass (kernel/token_predecode.cuh; it does not need the offsets: one total_M x K
+//      matrix);
 //   2. one CTA per (weight tile, token-tile slot): the experts' 128-row token tiles are
 //      numbered in expert order; a CTA finds its expert and tile from the offsets (warp 0
 //      scans them 32 experts at a time) and computes it as the pre-decoded GEMM computes
-//      a tile (collective/predecoded_tile.cuh: its mainloop and lone-CTA epilogue) on
+//      a tile (kernel/predecoded_tile.cuh: its mainloop and lone-CTA epilogue) on
 //      expert g's weights (batch g of the weight tensor maps) and token rows m_begin +
 //      x0.., storing rows < M_g only. The grid has the upper bound of slots,
 //      ceil((total_M + G * 127) / 128); CTAs past the last tile exit at once.
@@ -14,7 +15,7 @@
 //
 // Offsets and the token tiles: the CTA reads the offsets before griddepcontrol.wait.
 // That is safe for the same reason as the weight loads of the pre-decoded GEMM
-// (mainloop_rs_predecoded.cuh): this kernel is a programmatic dependent of the pass,
+// (collective/mainloop_rs_predecoded.cuh): this kernel is a programmatic dependent of the pass,
 // which triggers only after its own griddepcontrol.wait, i.e. once every earlier grid
 // (which may have written the offsets) has completed.
 //
@@ -22,7 +23,7 @@
 // kernel's (begin, end clamped to [0, total_M], end >= begin): no access leaves the
 // operands; rows may then be skipped (tiles beyond the slot bound are not computed).
 // Kept in its own translation unit: ptxas's schedule of gemm.cu's kernels moves with any
-// kernel added there (bench/NOTES.md gemm30).
+// kernel added there (bench/NOTES.md "stream-K tail for the persistent kernel").
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
@@ -30,11 +31,14 @@
 
 #include "../common/cuda_check.hpp"
 #include "collective/epilogue_cluster_reduce.cuh"
-#include "collective/gemm_params.cuh"
 #include "collective/mainloop_rs_predecoded.cuh"
-#include "collective/predecoded_tile.cuh"
 #include "gemm_parts.hpp"
+#include "gemm_plan.hpp"
+#include "kernel/gemm_params.cuh"
+#include "kernel/predecoded_tile.cuh"
+#include "launch.hpp"
 #include "launchers.hpp"
+#include "tma.hpp"
 
 namespace nvfp4::sm90 {
 
@@ -42,10 +46,11 @@ namespace {
 
 using MainloopPre = MainloopRSPredecoded;
 using Epilogue = EpilogueClusterReduce;
-constexpr size_t kSmemBytes = sizeof(MainloopPre::SharedStorage) + 1024;  // + manual 1 KB alignment
+constexpr size_t kSmemBytes = dynamic_smem_bytes<MainloopPre::SharedStorage>();
 static_assert(Epilogue::kSmemBytes <= sizeof(MainloopPre::Stage) * MainloopPre::kStages,
               "the epilogue tile reuses the stage ring");
-constexpr size_t kMaxTokenBytes = size_t(1) << 30;  // the fp16 token workspace, as gemm()'s cap
+static_assert(MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX && MainloopPre::kBlockK == kBlockK,
+              "gemm_plan.hpp's tile is the kernel's tile");
 
 struct MoeArgs {
   const int32_t* offsets;  // G + 1
@@ -130,108 +135,92 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   predecoded_tile(s, tm, q, PredecodedTileOrigin{w0, t.x0, t.m_begin + t.x0, t.g, 0, 0, 0, q.num_kb, 1, 0});
 }
 
-struct MoePlan {
-  int64_t slots = 0, tiles_w = 0;
-  size_t token_bytes = 0;
-};
-
-nvfp4_status_t plan_moe(const PackedGroupedGemmProblem& p, MoePlan* plan) {
-  if (p.K <= 0 || p.K % 32 != 0)
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: K must be a multiple of 32");
-  if (p.sfb.layout != NVFP4_SF_LINEAR || p.sfa.layout != NVFP4_SF_LINEAR)
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: linear scales only");
-  if (!moe_tokens_supported(p.a, p.total_M))
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: fp4 operands need 16-byte aligned rows");
-  plan->slots = (p.total_M + static_cast<int64_t>(p.G) * 127) / 128;
-  plan->tiles_w = (p.N + MainloopPre::kBlockW - 1) / MainloopPre::kBlockW;
-  if (plan->slots > 65535 || plan->tiles_w > 0x7FFFFFFF)
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: grid too large");
-  plan->token_bytes = moe_token_bytes(p.total_M, p.K);
-  if (plan->token_bytes > kMaxTokenBytes)
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: token workspace over 1 GiB");
-  return NVFP4_SUCCESS;
+// What grouped_gemm_packed(p) refuses (NOT_SUPPORTED, with the reason: `why`) before it
+// launches anything; the weights' tensor maps and scale-load mode are encoded on the way.
+nvfp4_status_t check_packed(const PackedGroupedGemmProblem& p, const Exec& exec, PackedPlan* plan,
+                            CUtensorMap* tmap_w, CUtensorMap* tmap_sfw, const char** why) {
+  *why = nullptr;
+  if (exec.cc_major != 9 || exec.cc_minor != 0) *why = "sm90a grouped gemm packed: needs a CC 9.0 device";
+  if (*why == nullptr) {
+    *plan = plan_packed(p);
+    *why = plan->unsupported;
+  }
+  if (*why == nullptr && !plan->empty) {
+    if (!encode_fp4_map(tmap_w, p.b, p.N, p.K, p.G)) {
+      *why = "sm90a grouped gemm packed: TMA cannot take the weights";
+    } else {
+      *tmap_sfw = *tmap_w;  // placeholder unless kScaleTma
+      if (plan->sf_mode == kScaleTma && !encode_linear_sf_map(tmap_sfw, p.sfb, p.N, p.K, p.G))
+        plan->sf_mode = plan->sf_mode_without_tma;
+    }
+  }
+  return *why == nullptr ? NVFP4_SUCCESS : NVFP4_ERROR_NOT_SUPPORTED;
 }
 
 }  // namespace
 
 size_t grouped_gemm_packed_workspace(const PackedGroupedGemmProblem& p, const Exec& exec) {
-  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0) return 0;
-  MoePlan plan;
+  PackedPlan plan;
   CUtensorMap w, sfw;
-  int32_t mode = 0;
-  if (plan_moe(p, &plan) != NVFP4_SUCCESS || !moe_weight_maps(p.b, p.sfb, p.N, p.K, p.G, &w, &sfw, &mode)) return 0;
-  return plan.token_bytes;
+  const char* why;
+  if (check_packed(p, exec, &plan, &w, &sfw, &why) != NVFP4_SUCCESS) return 0;  // the next backend runs it
+  return plan.empty ? 0 : plan.workspace_bytes;
 }
 
 nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec& exec) {
-  if (exec.cc_major != 9 || exec.cc_minor != 0)
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: needs a CC 9.0 device");
-  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0) return NVFP4_SUCCESS;
-  MoePlan plan;
-  const nvfp4_status_t st = plan_moe(p, &plan);
-  if (st != NVFP4_SUCCESS) return st;
+  PackedPlan plan;
   CUtensorMap tmap_w, tmap_sfw, tmap_xh;
-  GemmParams kp{};
-  if (!moe_weight_maps(p.b, p.sfb, p.N, p.K, p.G, &tmap_w, &tmap_sfw, &kp.sf_mode))
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: TMA cannot take the weights");
-  if (exec.workspace == nullptr || exec.workspace_bytes < plan.token_bytes ||
-      reinterpret_cast<uintptr_t>(exec.workspace) % 256 != 0)
+  const char* why;
+  if (check_packed(p, exec, &plan, &tmap_w, &tmap_sfw, &why) != NVFP4_SUCCESS)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", why);
+  if (plan.empty) return NVFP4_SUCCESS;
+  if (exec.workspace == nullptr || exec.workspace_bytes < plan.workspace_bytes || !aligned(exec.workspace, 256))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: needs a %zu-byte workspace (256-byte aligned)",
-                plan.token_bytes);
+                plan.workspace_bytes);
 
+  GemmParams kp{};
   kp.M = p.total_M;  // per CTA: M_g (the kernel)
   kp.N = p.N;
   kp.K = p.K;
   kp.L = 1;
-  kp.num_kb = static_cast<int32_t>((p.K + MainloopPre::kBlockK - 1) / MainloopPre::kBlockK);
+  kp.num_kb = plan.num_kb;
   kp.splits = 1;
   kp.sf_blocked = 0;
-  kp.x_box_rows = p.total_M < 128 ? static_cast<int32_t>((p.total_M + 7) / 8 * 8) : 128;
+  kp.sf_mode = plan.sf_mode;
+  kp.x_box_rows = plan.x_box_rows;
   kp.sf_w = ScaleSrc{p.sfb.data, p.sfb.row_stride, p.sfb.batch_stride, p.N};
   kp.sf_x = ScaleSrc{p.sfa.data, p.sfa.row_stride, 0, p.total_M};
   kp.alpha = 1.0f;
   kp.alpha_ptr = nullptr;
   kp.c = p.c.data;
   kp.c_dtype = static_cast<int32_t>(p.c.dtype);
-  const int esize = p.c.dtype == DType::kFloat32 ? 4 : 2;
-  kp.c_vec4 = (p.c.col_stride == 1 && reinterpret_cast<uintptr_t>(p.c.data) % (4 * esize) == 0 &&
-               p.c.row_stride % 4 == 0)
-                  ? 1
-                  : 0;
+  kp.c_vec4 = plan.c_vec4;
   kp.c_row_stride = p.c.row_stride;
   kp.c_col_stride = p.c.col_stride;
   kp.c_batch_stride = 0;
 
-  static std::atomic<uint64_t> smem_attr_set{0};
-  const uint64_t dev_bit = uint64_t{1} << (exec.device & 63);
-  if ((smem_attr_set.load(std::memory_order_acquire) & dev_bit) == 0) {
-    NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_moe_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                        static_cast<int>(kSmemBytes)));
-    smem_attr_set.fetch_or(dev_bit, std::memory_order_acq_rel);
-  }
+  static std::atomic<uint64_t> smem_opt_in{0};
+  nvfp4_status_t st =
+      opt_in_smem(smem_opt_in, exec.device, {{reinterpret_cast<const void*>(nvfp4_sm90_moe_kernel), kSmemBytes}});
+  if (st != NVFP4_SUCCESS) return st;
 
-  const nvfp4_status_t pass = moe_predecode_tokens(p.a, p.sfa, p.total_M, p.K, static_cast<uint32_t>(kp.x_box_rows),
-                                                   exec.workspace, &tmap_xh, exec);
-  if (pass != NVFP4_SUCCESS) return pass;
+  if (!encode_token_map(&tmap_xh, exec.workspace, p.total_M, static_cast<int64_t>(plan.num_kb) * kBlockK, 1,
+                        static_cast<uint32_t>(plan.x_box_rows)))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: cuTensorMapEncodeTiled rejected the workspace");
+  st = launch_token_predecode(p.a, p.sfa, p.total_M, p.K, 1, exec.workspace, exec);
+  if (st != NVFP4_SUCCESS) return st;
 
   MoeArgs moe;
   moe.offsets = p.offsets;
   moe.alphas = p.alphas;
   moe.G = p.G;
   moe.total_M = p.total_M;
-  cudaLaunchConfig_t cfg = {};
-  cfg.gridDim = dim3(static_cast<unsigned>(plan.tiles_w), static_cast<unsigned>(plan.slots), 1);
-  cfg.blockDim = dim3(MainloopPre::kThreads, 1, 1);
-  cfg.dynamicSmemBytes = kSmemBytes;
-  cfg.stream = cuda_stream(exec);
-  cudaLaunchAttribute attr[1] = {};
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cfg.attrs = attr;
-  cfg.numAttrs = kPdl ? 1 : 0;
-  NVFP4_CUDA_TRY(cudaLaunchKernelEx(&cfg, nvfp4_sm90_moe_kernel, tmap_w, tmap_xh, tmap_sfw, kp, moe));
-  NVFP4_CHECK_LAUNCH();
-  return NVFP4_SUCCESS;
+  LaunchShape shape;
+  shape.grid = dim3(static_cast<unsigned>(plan.tiles_w), static_cast<unsigned>(plan.slots), 1);
+  shape.block = dim3(MainloopPre::kThreads, 1, 1);
+  shape.smem = kSmemBytes;
+  shape.pdl = true;
+  return launch(nvfp4_sm90_moe_kernel, shape, cuda_stream(exec), tmap_w, tmap_xh, tmap_sfw, kp, moe);
 }
 
 }  // namespace nvfp4::sm90

@@ -12,8 +12,9 @@ nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec);
 size_t gemm_workspace(const GemmProblem& p, const Exec& exec);
 // NVFP4_SUCCESS when gemm(p) would run (it then launches nothing else that could
 // refuse), else NOT_SUPPORTED with the reason; launches nothing. For callers that run
-// several GEMMs and must refuse before the first one writes anything.
-nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec);
+// several GEMMs and must refuse before the first one writes anything. `workspace` (if
+// given) receives gemm_workspace(p) (0 when refused).
+nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec, size_t* workspace = nullptr);
 // gemm(p) right after a gemm() on the same stream with the same tokens (a, sfa, M, K, L)
 // and the same exec.workspace: where that call pre-decoded the tokens into the workspace,
 // this one reads them from there instead of decoding them again (one launch and one

@@ -5,7 +5,7 @@
 // every k16 step loses low bits relative to the *running sum*. Over one long chain
 // (K = 7168: 448 steps into one accumulator) that reached 1.4e-3 absolute on an
 // output of 0.12 among outputs of ~40 (tests/test_gpu_ops.py on an H200; the
-// contract, DESIGN §3, allows 1e-3 + 1e-3|ref|). Fix (DeepGEMM-style): the wgmma
+// contract, docs/design.md "Numerics", allows 1e-3 + 1e-3|ref|). Fix (DeepGEMM-style): the wgmma
 // accumulates kBlocks K blocks (of 128) at a time, starting from zero (scale-d = 0),
 // and each such chain is then added into a separate fp32 register sum with FADD
 // (round-to-nearest). The chain sums are small (~sqrt(chain) instead of ~sqrt(K)
@@ -23,26 +23,22 @@
 // chain, and a wgmma.wait_group 0 before each new chain (the decode of the chain's
 // first block still overlapped the previous group; the other consumer warpgroup keeps
 // the tensor cores busy meanwhile). bench/NOTES.md has the timings.
-// Default every 4 blocks (512 K) since session 5: 1-2% faster than every 2 on the
-// pre-decoded shapes (H100, four alternating rounds, gemm21), error 0.16 of the tolerance
-// above (0.076 worst on the H100 checks of gemm21), against 0.06.
+// Every 4 blocks (512 K): 1-2% faster than every 2 on the pre-decoded shapes (H100, four
+// alternating rounds), error 0.16 of the tolerance above (0.076 worst on the H100
+// checks), against 0.06 (bench/NOTES.md "promotion every 4 K blocks -- adopted").
 #pragma once
 
 #include "../ptx.cuh"
 
-#ifndef NVFP4_SM90_PROMOTE_BLOCKS
-#define NVFP4_SM90_PROMOTE_BLOCKS 4
-#endif
-
 namespace nvfp4::sm90 {
 
 // kBlocks = K blocks (of 128 elements) per wgmma accumulation chain; 0 = never promote
-// (one chain over the CTA's whole K slice). gemm.cu runs the 0 instance only where
-// every CTA's K slice is at most kShortChainBlocks blocks (measured above: chains of 8
-// blocks keep the error at <= 0.28 of the tolerance; gemm3, H200, the instance itself on
-// 128x7168x2048 / 2304x4608x1024 / 512x4096x512: 0.14 / 0.16 / 0.10), which frees the 64
-// registers of the promoted sum (the fused path's transform warpgroups get 80, not 48;
-// 128x7168x2048: 17.4 -> 16.5 µs).
+// (one chain over the CTA's whole K slice). The fused kernel runs the 0 instance only
+// where every CTA's K slice is at most kShortChainBlocks blocks (gemm_plan.hpp; measured
+// above: chains of 8 blocks keep the error at <= 0.28 of the tolerance; H200, the
+// instance itself on 128x7168x2048 / 2304x4608x1024 / 512x4096x512: 0.14 / 0.16 / 0.10),
+// which frees the 64 registers of the promoted sum (the fused path's transform warpgroups
+// get 80, not 48; 128x7168x2048: 17.4 -> 16.5 µs).
 template <int kBlocksT>
 struct AccumulatorPromotionT {
   static constexpr int kBlocks = kBlocksT;
@@ -61,11 +57,6 @@ struct AccumulatorPromotionT {
     for (int k = 0; k < 64; ++k) total[k] += acc[k];
   }
 };
-using AccumulatorPromotion = AccumulatorPromotionT<NVFP4_SM90_PROMOTE_BLOCKS>;
-// Longest per-CTA K slice (in 128-K blocks) that may run as one unpromoted chain.
-#ifndef NVFP4_SM90_SHORT_CHAIN_BLOCKS
-#define NVFP4_SM90_SHORT_CHAIN_BLOCKS 8
-#endif
-constexpr int kShortChainBlocks = NVFP4_SM90_SHORT_CHAIN_BLOCKS;
+using AccumulatorPromotion = AccumulatorPromotionT<4>;
 
 }  // namespace nvfp4::sm90

@@ -14,7 +14,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
-#include "gemm_params.cuh"
+#include "../kernel/gemm_params.cuh"
 #include "../ptx.cuh"
 
 namespace nvfp4::sm90 {
@@ -105,7 +105,8 @@ struct EpilogueClusterReduce {
   // One pointer per thread, advanced by a constant per store. The general loop below costs
   // ~35 instructions per output (64-bit address, bounds, dtype branches), which the
   // persistent kernel's consumers paid between two tiles: with this path 4096^3 236-247 ->
-  // 222-232 µs, 8192^3 1734-1849 -> 1650-1708 (H100, bench/NOTES.md gemm28).
+  // 222-232 µs, 8192^3 1734-1849 -> 1650-1708 (H100, bench/NOTES.md "the persistent
+  // kernel's fragment stores").
   template <class H>
   static __device__ __forceinline__ void store_fragment_pairs(const GemmParams& p, int ctid, const float (&acc)[64],
                                                               int64_t w0, int64_t x0, int32_t l, float alpha) {
@@ -175,8 +176,8 @@ struct EpilogueClusterReduce {
   // S > 0: the split count at compile time, so a unit's S loads (S - 1 of them remote) are
   // all issued before the first add, and the DSMEM loads of two unrolled units may go out
   // together; with S a run-time loop bound they went out one at a time (together with alpha
-  // read before the main loop: 0.6-1.2 µs off the split shapes, H100, bench/NOTES.md
-  // gemm20). S == 0: the count `splits` at run time: 1 (a lone CTA reads its own tile) and
+  // read before the main loop: 0.6-1.2 µs off the split shapes, H100, bench/NOTES.md "the
+  // split-K epilogue"). S == 0: the count `splits` at run time: 1 (a lone CTA reads its own tile) and
   // 5..8, whose S float4 per unit spilled in the 48-register transform warps.
   template <int S>
   static __device__ __forceinline__ void reduce_rows(const GemmParams& p, uint32_t tile_addr, int splits, int rank,

@@ -17,10 +17,10 @@
 // decoded fp16 activation buffer (transform -> consumers; 3 buffers so the transform
 // runs up to two blocks ahead). Decoding of K block i+1 overlaps the wgmma of block i
 // on both sides. Every shared-memory access is an explicit ld/st.shared (generic
-// accesses were queued behind global misses in L1TEX: 5x slower, v0). Two transform
+// accesses were queued behind global misses in L1TEX: 5x slower). Two transform
 // warpgroups because one (a single warp per scheduler) could not issue the
-// activation decode fast enough to keep up with the tensor cores (v1: 2.4k cycles
-// per 128-K block against 1k of wgmma).
+// activation decode fast enough to keep up with the tensor cores (2.4k cycles per
+// 128-K block against 1k of wgmma).
 //
 // The weight decode happens exactly once per element per CTA; the activation tile
 // is decoded once per CTA and reused by both consumer warpgroups.
@@ -32,7 +32,7 @@
 #include "../../common/formats.h"
 #include "accumulator_promotion.cuh"
 #include "fp4_decode.cuh"
-#include "gemm_params.cuh"
+#include "../kernel/gemm_params.cuh"
 #include "../ptx.cuh"
 
 namespace nvfp4::sm90 {
@@ -266,7 +266,7 @@ struct MainloopRS {
     uint32_t ring0;
     int32_t kb;         // global K block of the next block to load
     int stage, sphase;  // ring position of the next block to load
-    uint32_t woff0, woff1, sfoff0, sfoff1, sf_odd;  // kHoistOffsets: in-stage offsets (set_offsets)
+    uint32_t woff0, woff1, sfoff0, sfoff1, sf_odd;  // in-stage offsets (set_offsets)
   };
   struct ConsumerState : WCursor {
     uint32_t xdec0;
@@ -274,7 +274,7 @@ struct MainloopRS {
   };
 
   // This thread's packed weight bytes (chunk t of rows r0, r0 + 8) and their two scales
-  // of one ring block, read from shared memory (the decode comes later: kEarlyWLoad).
+  // of one ring block, read from shared memory (the decode comes later: consumer_step).
   struct WRaw {
     uint4 a, b;
     uint32_t sa, sb;
@@ -288,10 +288,12 @@ struct MainloopRS {
     c.t = static_cast<uint32_t>(c.lane & 3);
     c.sf_mode = p.sf_mode;
     c.ring0 = ring0;
-    if (kHoistOffsets) set_offsets<StageT>(c);
+    set_offsets<StageT>(c);
   }
-  // kHoistOffsets: this thread's in-stage offsets of its weight bytes (rows r0, r0 + 8,
-  // chunk t) and scales (the kScaleTma box holds two K blocks: +8 bytes for odd ones).
+  // This thread's in-stage offsets of its weight bytes (rows r0, r0 + 8, chunk t) and
+  // scales (the kScaleTma box holds two K blocks: +8 bytes for odd ones), computed once
+  // instead of per block from the thread index and scale mode (part of the consumer-loop
+  // changes measured together below, mma_block).
   template <class StageT>
   static __device__ __forceinline__ void set_offsets(WCursor& c) {
     const uint32_t r1 = c.r0 + 8;
@@ -309,24 +311,16 @@ struct MainloopRS {
     using StageT = typename Storage::StageType;
     ptx::mbar_wait(&s.full[c.stage], c.sphase);
     const uint32_t st = c.ring0 + c.stage * static_cast<uint32_t>(sizeof(StageT));
-    const uint32_t r1 = c.r0 + 8;
     WRaw w;
-    if (kHoistOffsets) {
-      const uint32_t sf_kb = (static_cast<uint32_t>(c.kb) & 1u) * c.sf_odd;
-      w.a = ptx::lds128(st + c.woff0);
-      w.b = ptx::lds128(st + c.woff1);
-      w.sa = ptx::lds_u16(st + c.sfoff0 + sf_kb);
-      w.sb = ptx::lds_u16(st + c.sfoff1 + sf_kb);
-    } else {
-      w.a = ptx::lds128(st + offsetof(StageT, w) + sw64_offset(c.r0, c.t));
-      w.b = ptx::lds128(st + offsetof(StageT, w) + sw64_offset(r1, c.t));
-      w.sa = ptx::lds_u16(st + offsetof(StageT, wsf) + sf_offset(c.sf_mode, c.r0, 2 * c.t, c.kb));
-      w.sb = ptx::lds_u16(st + offsetof(StageT, wsf) + sf_offset(c.sf_mode, r1, 2 * c.t, c.kb));
-    }
+    const uint32_t sf_kb = (static_cast<uint32_t>(c.kb) & 1u) * c.sf_odd;
+    w.a = ptx::lds128(st + c.woff0);
+    w.b = ptx::lds128(st + c.woff1);
+    w.sa = ptx::lds_u16(st + c.sfoff0 + sf_kb);
+    w.sb = ptx::lds_u16(st + c.sfoff1 + sf_kb);
     ++c.kb;
     if (kRelease) {
       __syncwarp();
-      ptx::mbar_arrive(&s.empty[c.stage]);  // every lane: its own reads (racecheck, session 4)
+      ptx::mbar_arrive(&s.empty[c.stage]);  // every lane: its own reads (racecheck)
     }
     if (++c.stage == Storage::kRingStages) { c.stage = 0; c.sphase ^= 1; }
     return w;
@@ -345,6 +339,10 @@ struct MainloopRS {
 
   // The 8 wgmma of one block: A = fragments f (registers), B = the decoded token buffer
   // at xbase (two 64-K atoms of 128-byte rows; k-step ks at atom ks/4, byte 32 (ks%4)).
+  // The 8 B descriptors are the first one plus a constant (a 32-bit add on the low word)
+  // instead of being rebuilt from the address (5 uniform instructions each). With the
+  // early weight reads (consumer_step) and the hoisted offsets (set_offsets): -0.9..-1.5%
+  // on the three gpu-mode shapes (H200, same call), both mainloops.
   template <int kAtomBytes>
   static __device__ __forceinline__ void mma_block(float (&acc)[64], const uint32_t (&f)[32], uint32_t xbase,
                                                    bool fresh) {
@@ -352,7 +350,7 @@ struct MainloopRS {
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
       const uint32_t off = (ks >> 2) * kAtomBytes + (ks & 3) * 32;
-      const uint64_t desc = kDescIncrement ? ptx::smem_desc_advance(desc0, off) : ptx::smem_desc_sw128(xbase + off);
+      const uint64_t desc = ptx::smem_desc_advance(desc0, off);
       ptx::wgmma_m64n128k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3], desc,
                                ks == 0 && fresh ? 0u : 1u);
     }
@@ -390,8 +388,11 @@ struct MainloopRS {
     const uint32_t xbase = c.xdec0 + d * static_cast<uint32_t>(sizeof(XDecoded));
     issue_block<kXAtomBytes>(acc, cur, xbase, fresh);
     const bool more = i + 1 < nkb;
-    // (not with promotion: the 10 live registers spill at the consumers' 208)
-    constexpr bool kEarly = kEarlyWLoad && P == 0;
+    // Block i+1's weight bytes and scales are read right after block i's group is
+    // committed, before wgmma.wait_group<1> (the decode after the wait then starts without
+    // the barrier wait and the shared-memory latency); not with promotion: the 10 live
+    // registers spill at the consumers' 208.
+    constexpr bool kEarly = P == 0;
     WRaw w{};
     if (kEarly && more) w = fetch_w(s, c);  // block i+1's bytes while group i-1 finishes
     ptx::wgmma_wait<1>();  // block i-1 done: its fragments (nxt) and decoded buffer are free

@@ -1,5 +1,5 @@
 // Mainloop collective of the sm90a NVFP4 GEMM, pre-decoded path: the token operand was
-// decoded once into an fp16 workspace (x_predecode.cuh) and arrives by TMA already in
+// decoded once into an fp16 workspace (kernel/token_predecode.cuh) and arrives by TMA already in
 // the 128-byte-swizzled K-major layout wgmma reads; only the weights are decoded here.
 //
 // CTA = 3 warpgroups (384 threads):
@@ -13,24 +13,25 @@
 //        blocks into a round-to-nearest fp32 sum (accumulator_promotion.cuh).
 // A ring stage is released when the wgmma that read its token tile has completed.
 // run_producer / run_segment continue the ring across calls, so one CTA can compute
-// several K ranges of different tiles in turn (a persistent or stream-K scheduler; the
-// stream-K kernel built on this was measured slower and removed: bench/NOTES.md gemm10, gemm14).
+// several K ranges of different tiles in turn (the persistent kernel; a stream-K kernel
+// built on this was measured slower and removed: bench/NOTES.md "stream-K where cluster
+// split-K falls short").
 //
 // Two fragment sets, not three: with three (two groups in flight while decoding) ptxas
 // gave two of the sets the same physical registers, so a decode overwrote the A
 // operand of a wgmma still in flight (wrong results from the third K block on; the
 // register fences below only pin virtual registers). Measured gain of 3 sets: none.
 //
-// Programmatic dependent launch (kPdl, gemm_params.cuh; on by default since gemm3): the
-// kernel is launched with programmatic stream serialization after the pre-decode pass
-// and issues the weight loads of the first stages before griddepcontrol.wait (-2.5 µs
-// on the gpu-mode shapes, H200, gemm; with the pass PDL-launched too, -0.7..-1.2 µs
-// against neither, gemm3). That is safe because the pre-decode pass only
-// signals launch_dependents after its own griddepcontrol.wait: by then every earlier
-// grid (which may have written the weights) has completed. Only the fp16 token tiles,
-// the pass's output, wait. Every other thread waits too (griddepcontrol.wait at the start
-// of the consumers and of the producer warpgroup's idle warps, gemm.cu) before it reads
-// alpha, and the C stores come after that.
+// Programmatic dependent launch: the kernel is launched with programmatic stream
+// serialization after the pre-decode pass and issues the weight loads of the first stages
+// before griddepcontrol.wait (-2.5 µs on the gpu-mode shapes, H200; with the pass
+// PDL-launched too, -0.7..-1.2 µs against neither). That is safe because the pre-decode
+// pass only signals launch_dependents after its own griddepcontrol.wait: by then every
+// earlier grid (which may have written the weights) has completed. Only the fp16 token
+// tiles, the pass's output, wait. Every other thread waits too (griddepcontrol.wait at
+// the start of the consumers and of the producer warpgroup's idle warps:
+// kernel/predecoded_tile.cuh, kernel/gemm_persistent.cuh) before it reads alpha, and the
+// C stores come after that.
 #pragma once
 
 #include <stddef.h>
@@ -38,7 +39,7 @@
 
 #include "accumulator_promotion.cuh"
 #include "fp4_decode.cuh"
-#include "gemm_params.cuh"
+#include "../kernel/gemm_params.cuh"
 #include "mainloop_rs.cuh"
 #include "../ptx.cuh"
 
@@ -55,11 +56,10 @@ struct MainloopRSPredecoded {
   // arrive). With one arrive per warp after __syncwarp, racecheck reported a hazard
   // between the blocked scales' bulk copy and the lanes' scale reads (the PTX model does
   // not make __syncwarp order the other lanes' reads before lane 0's release); the
-  // all-lane arrive is also 1-2% faster (H100, session 4).
+  // all-lane arrive is also 1-2% faster (H100).
   static constexpr int kReleaseLanes = 32;
   static constexpr int kThreads = 384;
   static constexpr int kFragBuffers = 2;  // see the header comment before raising this
-  static constexpr bool kPdl = sm90::kPdl;
   static constexpr int kProducerRegs = 56;    // setmaxnreg: 128 * 56 + 256 * 224 <= 65536
   static constexpr int kConsumerRegs = 224;
   static constexpr int kXAtomBytes = kBlockX * 128;
@@ -86,7 +86,8 @@ struct MainloopRSPredecoded {
 
   // Token tile of global K block kb into `st` (two 64-K atoms). (A variant that paired the
   // CTAs of neighbouring weight tiles in a cluster, each multicasting one atom to both, was
-  // correct but 23-39% slower: the pair advances in lock step; bench/NOTES.md gemm4.)
+  // correct but 23-39% slower: the pair advances in lock step; bench/NOTES.md "token
+  // multicast on the pre path".)
   static __device__ __forceinline__ void load_x(Stage& st, const TmaDescs& tm, uint64_t* bar, int32_t kb,
                                                 int64_t x0, int32_t l) {
     ptx::tma_load_3d(st.x[0], tm.xh, bar, kb * kBlockK, static_cast<int32_t>(x0), l);
@@ -109,7 +110,7 @@ struct MainloopRSPredecoded {
   };
 
   // Warp 0: fills the ring for local blocks 0..nkb-1 (continuing at `rc`). With
-  // programmatic dependent launch (kPdl) this kernel starts while the pre-decode pass
+  // programmatic dependent launch this kernel starts while the pre-decode pass
   // still runs: the first kStages blocks get their weights and scales first, and the
   // fp16 token tiles (the pass's output) only after griddepcontrol.wait.
   // `l` = batch of the weights (and of their scales); `lx` = batch of the token
@@ -127,7 +128,7 @@ struct MainloopRSPredecoded {
     const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : p.sf_mode == kScaleTma ? 128u * kSfTmaCols : 0u;
     const uint32_t tx = kBlockW * kPackedRow + 2u * 128u * static_cast<uint32_t>(p.x_box_rows) + sf_bytes;
     // token tiles deferred past the wait (first segment only: ring positions 0..early-1)
-    const int early = kPdl && rc.iter == 0 ? (nkb < kStages ? nkb : kStages) : 0;
+    const int early = rc.iter == 0 ? (nkb < kStages ? nkb : kStages) : 0;
     int stage = rc.stage, phase = rc.phase;
     for (int i = 0; i < nkb; ++i) {
       const int32_t kb = kb0 + i;
@@ -213,7 +214,7 @@ struct MainloopRSPredecoded {
     MainloopRS::issue_block<kXAtomBytes>(acc, cur, xbase, fresh);
     const bool more = i + 1 < nkb;
     MainloopRS::WRaw w{};
-    if (kEarlyWLoad && more) w = fetch_w(s, c);  // block i+1's bytes while the older group finishes
+    if (more) w = fetch_w(s, c);  // block i+1's bytes while the older group finishes (MainloopRS::consumer_step)
     ptx::wgmma_wait<kFragBuffers - 1>();  // block i+1-kFragBuffers done: its stage and `nxt` are free
 #pragma unroll
     for (int k = 0; k < 32; ++k) ptx::fence_reg(nxt[k]);
@@ -224,17 +225,14 @@ struct MainloopRSPredecoded {
       release_stage(s, rs);
     }
     c.mstage = ms + 1 == kStages ? 0 : ms + 1;
-    if (more) {
-      if (!kEarlyWLoad) w = fetch_w(s, c);
-      decode_w_fragments(w.a, w.b, w.sa, w.sb, nxt);
-    }
+    if (more) decode_w_fragments(w.a, w.b, w.sa, w.sb, nxt);
   }
 
   // consumer_step for a block that is known to be neither the first nor the last of the
   // segment, with its chain start (kFresh) known at compile time: no branches besides the
   // barrier waits, so the compiler schedules across the whole step (235 instead of 296 SASS
   // instructions per block; 1.5-2.5% faster on the pre-decoded shapes, H100, bench/NOTES.md
-  // gemm25). A separate function rather than compile-time flags on consumer_step: that
+  // "a branch-free steady consumer step"). A separate function rather than compile-time flags on consumer_step: that
   // form compiled to ~50 more instructions per four blocks.
   template <bool kFresh>
   static __device__ __forceinline__ void consumer_step_steady(SharedStorage& s, ConsumerState& c, float (&acc)[64],
@@ -248,7 +246,6 @@ struct MainloopRSPredecoded {
       Promo::promote(total, acc);
     }
     MainloopRS::issue_block<kXAtomBytes>(acc, cur, xbase, kFresh);
-    static_assert(kEarlyWLoad, "the steady step fetches before the wait");
     const MainloopRS::WRaw w = fetch_w(s, c);
     ptx::wgmma_wait<kFragBuffers - 1>();
 #pragma unroll

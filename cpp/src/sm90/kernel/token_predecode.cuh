@@ -1,4 +1,5 @@
-// Activation pre-decode pass of the sm90a NVFP4 GEMM (pre-decoded path, any M with K >= 2048).
+// Token pre-decode pass of the sm90a GEMM (pre-decoded paths: K >= 2048 at any M, and
+// the packed MoE kernel).
 //
 // For small M (the gpu-mode shapes have M = 128 tokens against N = 4k..7k weight
 // rows) every CTA of the fused kernel decodes the same token tile again: as much
@@ -7,14 +8,14 @@
 // swizzle) leaves the main loop with the weight decode only.
 //
 // Layout: each 128-K block is stored in the same permuted logical order the weight
-// fragments use (fp4_decode.cuh): logical chunk c (8 fp16) at element 8c of the
-// block. Values are e2m1 * e4m3 * 2^-14 exactly, like the fused transform writes.
+// fragments use (collective/fp4_decode.cuh): logical chunk c (8 fp16) at element 8c of
+// the block. Values are e2m1 * e4m3 * 2^-14 exactly, like the fused transform writes.
 #pragma once
 
 #include <stdint.h>
 
 #include "../../common/formats.h"
-#include "fp4_decode.cuh"
+#include "../collective/fp4_decode.cuh"
 #include "../ptx.cuh"
 
 namespace nvfp4::sm90 {
@@ -38,14 +39,11 @@ struct XPredecodeParams {
 // 16-byte output chunk at a time, so a warp stores 512 contiguous bytes per instruction;
 // each thread first loads the inputs of its kPredecodeUnroll chunks (kPredecodeThreads
 // apart), then decodes and stores them: kPredecodeUnroll times the bytes in flight of one
-// chunk per thread (4 halved the occupancy and was slower than 2). (bench/NOTES.md gemm14:
-// the first mapping, one thread per 64-K half block writing 8 chunks 16 bytes apart, with
-// a 64-bit division per thread, ran at ~0.9 TB/s.)
+// chunk per thread (4 halved the occupancy and was slower than 2). (A mapping of one thread
+// per 64-K half block writing 8 chunks 16 bytes apart, with a 64-bit division per thread,
+// ran at ~0.9 TB/s: bench/NOTES.md "a faster pre-decode pass".)
 constexpr int kPredecodeThreads = 256;
-#ifndef NVFP4_SM90_PREDECODE_UNROLL
-#define NVFP4_SM90_PREDECODE_UNROLL 2
-#endif
-constexpr int kPredecodeUnroll = NVFP4_SM90_PREDECODE_UNROLL;
+constexpr int kPredecodeUnroll = 2;
 constexpr int kChunksPerBlock = 16;  // 128 fp16 of a 128-K block
 
 __host__ __device__ __forceinline__ int32_t predecode_pieces(int32_t num_kb) {
@@ -94,7 +92,7 @@ __device__ __forceinline__ void x_predecode_prefetch(const XPredecodeParams& p, 
 // kb = ci / 16 is pair P = c % 4 of word 2h + wl (h = c / 8, wl = (c / 4) % 2) of the four
 // 16-byte chunks t of the block's packed row, scaled by physical block 2t + h
 // (fp4_decode.cuh: decode_x_half writes the same 8 chunks per half block).
-// (The pass was instruction-bound with a blocked_sf_offset per scale byte: session 4.)
+// (The pass was instruction-bound with a blocked_sf_offset per scale byte.)
 struct XChunkInput {
   uint32_t q[4];   // word 2h + wl of packed chunk t (0 past K)
   uint32_t sf[4];  // e4m3 byte of physical block 2t + h (0 past K)
@@ -153,6 +151,20 @@ __device__ __forceinline__ void x_predecode_row_piece(const XPredecodeParams& p,
   for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_load(p, r, predecode_chunk_index(u), in[u]);
 #pragma unroll
   for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_store(p, r, predecode_chunk_index(u), in[u]);
+}
+
+// The pass. It is launched as a programmatic dependent of the grid before it (PDL): it
+// prefetches its input into L2, waits for that grid, and only then lets the GEMM after
+// it start (that GEMM loads weights before its own griddepcontrol.wait, which is safe
+// only once every grid before this pass has completed). PDL here and on the pre-decoded
+// GEMM: -0.7..-1.2 µs on the gpu-mode shapes against neither (H200).
+__global__ void __launch_bounds__(kPredecodeThreads) nvfp4_sm90_x_predecode_kernel(const XPredecodeParams p) {
+  const XPredecodeRow row = predecode_row(p, blockIdx.x, blockIdx.z);
+#pragma unroll
+  for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_prefetch(p, row, predecode_chunk_index(u));
+  ptx::pdl_wait_primary();
+  ptx::pdl_launch_dependents();  // the GEMM may start its prologue and weight loads now
+  x_predecode_row_piece(p, row);
 }
 
 }  // namespace nvfp4::sm90

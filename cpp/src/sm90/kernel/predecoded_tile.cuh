@@ -3,16 +3,20 @@
 // batch `lw`, fp16 token tiles from batch `lx` starting at workspace row `x_row`), the
 // consumer warpgroups run the main loop over K blocks kb0 .. kb0 + nkb - 1, then the
 // epilogue reduces the `splits` tiles of the cluster and stores rows x0.. of output batch
-// `lc` (rows < p.M, columns < p.N). Shared by the pre-decoded GEMM kernel (gemm.cu) and the
-// packed MoE kernel (grouped_packed.cu), whose expert tiles differ only in these origins.
+// `lc` (rows < p.M, columns < p.N). Shared by the pre-decoded GEMM kernel (gemm_predecoded.cuh)
+// and the packed MoE kernel (grouped_packed.cu), whose expert tiles differ only in these origins.
+//
+// Programmatic dependent launch: warp 0 loads the first stages' weights before
+// griddepcontrol.wait (run_producer); every other thread waits before it reads alpha
+// (which a grid before may write), and the C stores come after that.
 #pragma once
 
 #include <stdint.h>
 
-#include "epilogue_cluster_reduce.cuh"
-#include "gemm_params.cuh"
-#include "mainloop_rs_predecoded.cuh"
+#include "../collective/epilogue_cluster_reduce.cuh"
+#include "../collective/mainloop_rs_predecoded.cuh"
 #include "../ptx.cuh"
+#include "gemm_params.cuh"
 
 namespace nvfp4::sm90 {
 
@@ -38,14 +42,14 @@ __device__ __forceinline__ void predecoded_tile(MainloopRSPredecoded::SharedStor
       MainloopPre::RingCursor rc;
       MainloopPre::run_producer(s, tm, p, o.w0, o.x_row, o.lw, o.kb0, o.nkb, rc, o.lx);
     }
-    if (kPdl) ptx::pdl_wait_primary();  // (warp 0 waited in run_producer already)
+    ptx::pdl_wait_primary();  // (warp 0 waited in run_producer already)
     alpha = load_alpha(p);
     ptx::named_barrier_sync(1, MainloopPre::kThreads);  // ring free: the tile may overwrite it
   } else {
     ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
     // alpha (which a grid before may write) after the wait; the wait costs the consumers
     // nothing: their first token tile comes after the same wait
-    if (kPdl) ptx::pdl_wait_primary();
+    ptx::pdl_wait_primary();
     alpha = load_alpha(p);
     float sum[64];
     MainloopPre::run_consumer(s, p, o.kb0, o.nkb, sum);

@@ -1,0 +1,300 @@
+// Host-side planning of the sm90a GEMM family: which problems the Hopper kernels take,
+// which kernel runs a problem (the GEMV route, the fused kernel, the pre-decoded kernel
+// or its persistent form), its split-K, tiles, TMA box and scale-load mode, and the
+// token workspace it needs. Pure functions of the problem (shape, layouts, pointer and
+// stride alignment) and of device numbers the caller passes in (SM count, the cached
+// cluster-occupancy answers): no CUDA, so that the CPU test (tests/sm90_host) checks
+// exactly the code the backend runs. gemm.cu / grouped_packed.cu turn a plan into
+// tensor maps, kernel parameters and launches.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "../problem.hpp"
+
+namespace nvfp4::sm90 {
+
+// ---------------------------------------------------------------------------
+// Geometry of the GEMM kernels (gemm.cu static_asserts these against the collectives)
+// ---------------------------------------------------------------------------
+constexpr int kTileW = 128;   // weight rows (output columns n) per CTA
+constexpr int kTileX = 128;   // tokens (output rows m) per CTA
+constexpr int kBlockK = 128;  // K elements per ring stage ("K block")
+constexpr int kFusedStages = 5;       // ring stages of the fused kernel (collective/mainloop_rs.cuh)
+constexpr int kPredecodedStages = 5;  // ring stages of the pre-decoded kernels (mainloop_rs_predecoded.cuh)
+constexpr int kFp4BoxBytes = kBlockK / 2;  // TMA box width of a packed fp4 operand (bytes)
+constexpr int kSfBoxCols = 16;  // TMA box width of linear scales: a stage's 8 columns + the next 8
+                                // (a box's inner start must be 16-byte aligned)
+constexpr int kMaxSplits = 8;   // CTAs of a split-K cluster (the portable cluster size limit)
+
+// A few tokens: the tiled GEMM costs about the same for M = 1 as for M = 128 (every weight
+// element is decoded once per CTA, the 128-token tile mostly empty), while the GEMV kernel
+// streams the weights at near memory speed. So M <= kGemvMaxTokens runs as M GEMVs over
+// the weights, one per token. H200, N = K = 7168 (bench/NOTES.md "gemm via gemv"): M = 1
+// 44.7 -> 12.5 µs, M = 2 41.6 -> 24.2 µs; the GEMM took 30-50 µs at M = 4 in two runs, so
+// three GEMVs (~37 µs) are not a sure win at M = 3.
+constexpr int64_t kGemvMaxTokens = 2;
+
+// Pre-decoded path: the tokens decoded once into an fp16 workspace (kernel/token_predecode.cuh)
+// when K >= kPredecodeMinK, the workspace fits kTokenWorkspaceMaxBytes, and the fused kernel
+// would give a CTA more than kShortChainBlocks K blocks (i.e. would need accumulator
+// promotion). Model from an H200 run (graph replay, M = 128): fused with promotion ~6.4 µs
+// + 1.25 µs per block of a CTA, pre-decoded ~10.6 µs + 0.84 µs per block: equal at ~10
+// blocks; the fused kernel without promotion (<= 8 blocks) beats both (128x7168x2048: 15.6
+// fused vs 17.4 pre-decoded; 128x4096x7168, 19 blocks: 26.4 pre-decoded vs 30.3 fused).
+// Large M too (H200: 1024..8192 tokens 14-27% faster than fused, e.g. 8192^3 2.0 vs 2.7 ms:
+// decoding each token once instead of once per weight tile outweighs reading it as fp16).
+constexpr int64_t kPredecodeMinK = 2048;
+// Cap on the token workspace (2 bytes per token element): 1 GiB, e.g. 32768 tokens x K 16384.
+constexpr size_t kTokenWorkspaceMaxBytes = size_t(1) << 30;
+// Longest per-CTA K slice (in K blocks) that the fused kernel runs as one unpromoted
+// wgmma chain (collective/accumulator_promotion.cuh: chains of 8 blocks keep the error at
+// <= 0.28 of the tolerance; the unpromoted instance frees 64 registers per consumer thread,
+// 128x7168x2048: 17.4 -> 16.5 µs).
+constexpr int kShortChainBlocks = 8;
+
+// How the block scales reach shared memory (GemmParams::sf_mode).
+enum ScaleLoad : int32_t {
+  kScaleSync = 0,     // plain byte loads by the producer warp (any alignment)
+  kScaleCpAsync = 1,  // 4-byte cp.async with zero-fill, smem [row][8] (4-byte aligned rows)
+  kScaleBulk = 2,     // blocked layout, K % 128 == 0: the stage's 128-row x 8-column scales are
+                      // 1 KB contiguous in global memory -> one bulk copy, smem keeps the blocked order
+  kScaleTma = 3,      // linear layout with 16-byte aligned rows: a TMA box of 16 columns x 128
+                      // rows per stage (the first 8 columns are the stage's), smem [row][16]
+};
+
+// ---------------------------------------------------------------------------
+// Alignment predicates
+// ---------------------------------------------------------------------------
+inline bool aligned(const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; }
+
+// TMA can read the packed operand: 16-byte aligned base, row and batch strides, strides
+// below 2^40 (cuTensorMapEncodeTiled's limits).
+inline bool tma_compatible(const Fp4Operand& op, int64_t rows, int64_t L) {
+  if (!aligned(op.data, 16) || op.row_stride % 16 != 0 || op.row_stride <= 0) return false;
+  if (L > 1 && (op.batch_stride % 16 != 0 || op.batch_stride <= 0)) return false;
+  if (rows > (int64_t{1} << 31) - 1) return false;
+  if (op.row_stride >= (int64_t{1} << 40) || op.batch_stride >= (int64_t{1} << 40)) return false;
+  return true;
+}
+// kScaleBulk: K % 128, so that every stage holds 8 real scale columns (no stale smem bytes
+// in a K tail).
+inline bool scales_bulk(const ScaleOperand& s, int64_t K, int64_t L) {
+  return s.layout == NVFP4_SF_BLOCKED && K % 128 == 0 && aligned(s.data, 16) &&
+         (L == 1 || s.batch_stride % 16 == 0);
+}
+inline bool scales_tma(const ScaleOperand& s, int64_t L) {
+  return s.layout == NVFP4_SF_LINEAR && aligned(s.data, 16) && s.row_stride % 16 == 0 && s.row_stride > 0 &&
+         (L == 1 || (s.batch_stride % 16 == 0 && s.batch_stride > 0));
+}
+inline bool scales_async(const ScaleOperand& s, int64_t L) {
+  if (!aligned(s.data, 4)) return false;
+  if (L > 1 && s.batch_stride % 4 != 0) return false;
+  if (s.layout == NVFP4_SF_LINEAR && s.row_stride % 4 != 0) return false;
+  return true;
+}
+// The mode for both operands' scales when TMA is not used for them.
+inline int32_t scale_load_without_tma(const ScaleOperand& a, const ScaleOperand& b, int64_t L) {
+  return scales_async(a, L) && scales_async(b, L) ? kScaleCpAsync : kScaleSync;
+}
+// Output stores by 4 consecutive n: contiguous rows, 4-element aligned base and strides.
+inline int32_t out_vec4(const OutOperand& c, int64_t L) {
+  const uintptr_t esize = c.dtype == DType::kFloat32 ? 4 : 2;
+  return (c.col_stride == 1 && aligned(c.data, 4 * esize) && c.row_stride % 4 == 0 &&
+          (L == 1 || c.batch_stride % 4 == 0))
+             ? 1
+             : 0;
+}
+
+// ---------------------------------------------------------------------------
+// The fp16 token workspace of the pre-decoded paths: [L][rows][Kp], Kp = K rounded up to 128
+// ---------------------------------------------------------------------------
+inline int32_t k_blocks(int64_t K) { return static_cast<int32_t>((K + kBlockK - 1) / kBlockK); }
+inline size_t token_workspace_bytes(int64_t rows, int64_t K, int64_t L) {
+  const int64_t kpad = static_cast<int64_t>(k_blocks(K)) * kBlockK;
+  return static_cast<size_t>((L * rows * kpad * 2 + 255) / 256 * 256);
+}
+// Token rows per TMA box: for fewer than 128 tokens only the rows that exist, rounded up to
+// the 8-row swizzle atom. A 128-row box that is mostly out of bounds made the loads slow
+// (H200, N = K = 7168: M = 8 40.5 -> 29.3 µs, M = 32 38.3 -> 30.6 µs with the fitted box;
+// bench/NOTES.md "token TMA box fitted to M"). The rest of the smem tile keeps stale data,
+// which only reaches the output columns of tokens >= M, never stored.
+inline int32_t token_box_rows(int64_t rows) { return rows < kTileX ? static_cast<int32_t>((rows + 7) / 8 * 8) : kTileX; }
+
+// ---------------------------------------------------------------------------
+// Dense GEMM
+// ---------------------------------------------------------------------------
+
+// Device numbers the plan depends on. clusters[s]: clusters of s CTAs of that kernel that
+// can be resident at once (cudaOccupancyMaxActiveClusters, cached per device by gemm.cu;
+// a failed query counts as "no limit"), for s = 2 .. kMaxSplits.
+struct GemmDeviceNumbers {
+  int sm_count = 1;
+  int fused_clusters[kMaxSplits + 1] = {};
+  int predecoded_clusters[kMaxSplits + 1] = {};
+};
+
+enum class GemmPath : int32_t {
+  kEmpty = 0,       // nothing to compute (M, N or L is 0)
+  kGemvRoute = 1,   // M <= kGemvMaxTokens: one GEMV per token (gemv.cu)
+  kFused = 2,       // every CTA decodes its token tile (kernel/gemm_fused.cuh)
+  kPredecoded = 3,  // token pass + pre-decoded kernel, one CTA per (tile, split) (kernel/gemm_predecoded.cuh)
+  kPersistent = 4,  // token pass + persistent pre-decoded kernel (kernel/gemm_persistent.cuh)
+};
+
+struct GemmPlan {
+  const char* unsupported = nullptr;  // why the sm90a backend leaves the problem (NOT_SUPPORTED)
+  GemmPath path = GemmPath::kEmpty;
+  int64_t tiles_w = 0, tiles_x = 0;   // output tiles per batch along N and M
+  int64_t tiles = 0;                  // tiles_w * tiles_x * L
+  int32_t num_kb = 0;                 // K blocks
+  int splits = 1;                     // CTAs per output tile (split-K over a cluster of `splits` x 1 x 1)
+  bool short_chain = false;           // fused: the instance without accumulator promotion
+  int stages = 0;                     // ring stages of the kernel that runs
+  int32_t x_box_rows = 0;             // pre-decoded paths: token rows per TMA box
+  int32_t sf_mode = kScaleSync;       // ScaleLoad
+  int32_t sf_mode_without_tma = kScaleSync;  // if the scale tensor maps cannot be encoded (kScaleTma)
+  int32_t c_vec4 = 0;
+  size_t workspace_bytes = 0;         // the token workspace the path reads (pre-decoded paths only)
+  uint32_t grid[3] = {0, 0, 0};       // the GEMM kernel's grid (the token pass's: kernel/token_predecode.cuh)
+};
+
+// Why sm90a leaves a (non-empty) problem to the next backend; nullptr when it takes it.
+// Shape, layout and alignment only (no device numbers).
+inline const char* gemm_unsupported(const GemmProblem& p) {
+  if (p.M <= 0 || p.N <= 0 || p.L <= 0) return nullptr;
+  if (p.K <= 0 || p.K % 32 != 0) return "sm90a gemm: K must be a multiple of 32";
+  if (p.M <= kGemvMaxTokens) return nullptr;  // the GEMV route takes any layout and alignment
+  if (!tma_compatible(p.a, p.M, p.L) || !tma_compatible(p.b, p.N, p.L))
+    return "sm90a gemm: fp4 operands need 16-byte aligned bases and strides";
+  const int64_t tiles_w = (p.N + kTileW - 1) / kTileW;
+  const int64_t tiles_x = (p.M + kTileX - 1) / kTileX;
+  if (tiles_x > 65535 || p.L > 65535 || tiles_w * kMaxSplits > 0x7FFFFFFF) return "sm90a gemm: grid too large";
+  if (p.sfa.layout != p.sfb.layout) return "sm90a gemm: mixed scale layouts";
+  return nullptr;
+}
+
+// CTAs per output tile (split-K over a cluster): enough to cover the SMs once...
+inline int choose_splits(int64_t tiles, int32_t num_kb, int sm_count) {
+  int64_t s = tiles > 0 ? sm_count / tiles : 1;
+  if (s > kMaxSplits) s = kMaxSplits;
+  if (s > num_kb) s = num_kb;
+  if (s < 1) s = 1;
+  return static_cast<int>(s);
+}
+// ...but only with a cluster size whose clusters all fit at once (a cluster of 4 with
+// ~200 KB of shared memory per CTA may not tile every GPC; 32 such clusters were suspected
+// to run as two waves).
+inline int choose_splits_fitting(const int (&clusters)[kMaxSplits + 1], int64_t tiles, int32_t num_kb,
+                                 int sm_count) {
+  int s = choose_splits(tiles, num_kb, sm_count);
+  while (s > 1 && clusters[s] < tiles) --s;
+  return s;
+}
+
+// The plan of gemm(p). `workspace` = bytes of 256-byte aligned workspace the call has
+// (0: none; the workspace query passes SIZE_MAX and reads plan.workspace_bytes).
+inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, size_t workspace) {
+  GemmPlan g;
+  if (p.M <= 0 || p.N <= 0 || p.L <= 0) return g;
+  g.unsupported = gemm_unsupported(p);
+  if (g.unsupported != nullptr) return g;
+  if (p.M <= kGemvMaxTokens) {
+    g.path = GemmPath::kGemvRoute;
+    return g;
+  }
+  g.tiles_w = (p.N + kTileW - 1) / kTileW;
+  g.tiles_x = (p.M + kTileX - 1) / kTileX;
+  g.tiles = g.tiles_w * g.tiles_x * p.L;
+  g.num_kb = k_blocks(p.K);
+
+  g.sf_mode_without_tma = scale_load_without_tma(p.sfa, p.sfb, p.L);
+  if (scales_bulk(p.sfa, p.K, p.L) && scales_bulk(p.sfb, p.K, p.L))
+    g.sf_mode = kScaleBulk;
+  else if (scales_tma(p.sfa, p.L) && scales_tma(p.sfb, p.L))
+    g.sf_mode = kScaleTma;
+  else
+    g.sf_mode = g.sf_mode_without_tma;
+  g.c_vec4 = out_vec4(p.c, p.L);
+
+  // The fused kernel's split (both of its instances have the same threads, shared memory and
+  // register cap, hence the same occupancy), and whether its CTAs' K slices (at most
+  // ceil(num_kb / splits) blocks, tile_scheduler.cuh) fit one unpromoted chain.
+  const int fused_splits = choose_splits_fitting(dev.fused_clusters, g.tiles, g.num_kb, dev.sm_count);
+  const bool fused_short = (g.num_kb + fused_splits - 1) / fused_splits <= kShortChainBlocks;
+  const size_t token_bytes = p.K >= kPredecodeMinK ? token_workspace_bytes(p.M, p.K, p.L) : 0;
+  const bool predecode = token_bytes > 0 && token_bytes <= kTokenWorkspaceMaxBytes && !fused_short &&
+                         workspace >= token_bytes;
+  if (!predecode) {
+    g.path = GemmPath::kFused;
+    g.short_chain = fused_short;
+    g.splits = fused_splits;
+    g.stages = kFusedStages;
+  } else {
+    g.splits = choose_splits_fitting(dev.predecoded_clusters, g.tiles, g.num_kb, dev.sm_count);
+    // One CTA per tile and more tiles than SMs: one CTA per SM walks the tiles (-2% on
+    // large shapes, H100).
+    g.path = g.splits == 1 && g.tiles > dev.sm_count ? GemmPath::kPersistent : GemmPath::kPredecoded;
+    g.stages = kPredecodedStages;
+    g.x_box_rows = token_box_rows(p.M);
+    g.workspace_bytes = token_bytes;
+  }
+  if (g.path == GemmPath::kPersistent) {
+    g.grid[0] = static_cast<uint32_t>(dev.sm_count);
+    g.grid[1] = g.grid[2] = 1;
+  } else {
+    g.grid[0] = static_cast<uint32_t>(g.tiles_w * g.splits);
+    g.grid[1] = static_cast<uint32_t>(g.tiles_x);
+    g.grid[2] = static_cast<uint32_t>(p.L);
+  }
+  return g;
+}
+
+// ---------------------------------------------------------------------------
+// Packed MoE GEMM (grouped_packed.cu)
+// ---------------------------------------------------------------------------
+struct PackedPlan {
+  const char* unsupported = nullptr;
+  bool empty = false;      // nothing to compute
+  int64_t slots = 0;       // token-tile slots (grid y): the upper bound ceil((total_M + 127 G) / 128)
+  int64_t tiles_w = 0;     // weight tiles (grid x)
+  int32_t num_kb = 0;
+  int32_t x_box_rows = 0;
+  int32_t sf_mode = kScaleSync;              // the weights' scales
+  int32_t sf_mode_without_tma = kScaleSync;  // if their tensor map cannot be encoded
+  int32_t c_vec4 = 0;
+  size_t workspace_bytes = 0;  // the fp16 token workspace (all total_M tokens)
+};
+
+inline PackedPlan plan_packed(const PackedGroupedGemmProblem& p) {
+  PackedPlan g;
+  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0) {
+    g.empty = true;
+    return g;
+  }
+  auto refuse = [&](const char* why) {
+    g.unsupported = why;
+    return g;
+  };
+  if (p.K <= 0 || p.K % 32 != 0) return refuse("sm90a grouped gemm packed: K must be a multiple of 32");
+  if (p.sfb.layout != NVFP4_SF_LINEAR || p.sfa.layout != NVFP4_SF_LINEAR)
+    return refuse("sm90a grouped gemm packed: linear scales only");
+  if (!tma_compatible(p.a, p.total_M, 1))
+    return refuse("sm90a grouped gemm packed: fp4 operands need 16-byte aligned rows");
+  g.slots = (p.total_M + static_cast<int64_t>(p.G) * (kTileX - 1)) / kTileX;
+  g.tiles_w = (p.N + kTileW - 1) / kTileW;
+  if (g.slots > 65535 || g.tiles_w > 0x7FFFFFFF) return refuse("sm90a grouped gemm packed: grid too large");
+  g.workspace_bytes = token_workspace_bytes(p.total_M, p.K, 1);
+  if (g.workspace_bytes > kTokenWorkspaceMaxBytes)
+    return refuse("sm90a grouped gemm packed: token workspace over 1 GiB");
+  if (!tma_compatible(p.b, p.N, p.G)) return refuse("sm90a grouped gemm packed: TMA cannot take the weights");
+  g.num_kb = k_blocks(p.K);
+  g.x_box_rows = token_box_rows(p.total_M);
+  g.sf_mode_without_tma = scales_async(p.sfb, p.G) ? kScaleCpAsync : kScaleSync;
+  g.sf_mode = scales_tma(p.sfb, p.G) ? kScaleTma : g.sf_mode_without_tma;
+  g.c_vec4 = out_vec4(p.c, 1);
+  return g;
+}
+
+}  // namespace nvfp4::sm90

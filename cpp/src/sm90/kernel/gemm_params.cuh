@@ -1,0 +1,58 @@
+// Kernel-side parameters of the sm90a NVFP4 GEMM kernels (everything except the TMA
+// descriptors, which travel as separate __grid_constant__ arguments), filled by the
+// launchers from a plan (gemm_plan.hpp), and the kernels' shared-storage alignment.
+//
+// Naming inside the sm90 GEMM: the problem computes C[l] = alpha * A[l] * B[l]^T.
+// The kernels swap the operands (Machete-like, docs/design.md "Backends"): B ("w",
+// weights, N rows) is the wgmma A operand, dequantized into registers; A ("x", tokens,
+// M rows) is the wgmma B operand, fp16 in shared memory.
+#pragma once
+
+#include <stdint.h>
+
+#include "../gemm_plan.hpp"  // ScaleLoad
+
+namespace nvfp4::sm90 {
+
+struct ScaleSrc {
+  const uint8_t* data;
+  int64_t row_stride;    // linear layout only
+  int64_t batch_stride;
+  int64_t rows;          // valid rows (N for w, M for x)
+};
+
+struct GemmParams {
+  int64_t M, N, K;
+  int32_t L;
+  int32_t num_kb;        // ceil(K / kBlockK)
+  int32_t splits;        // CTAs per cluster sharing one output tile (split-K)
+  int32_t sf_blocked;    // 1: blocked 128x4 scale layout, 0: linear
+  int32_t sf_mode;       // ScaleLoad: how the producer fetches the block scales
+  int32_t x_box_rows;    // pre-decoded path: token rows per TMA box (128, or M rounded up to 8 if less)
+  int32_t tiles_w, tiles_x;  // persistent pre-decoded kernel: output tiles per batch along N and M
+  ScaleSrc sf_w, sf_x;
+  float alpha;
+  const float* alpha_ptr;  // read in-kernel when non-null
+  void* c;
+  int32_t c_dtype;       // DType
+  int32_t c_vec4;        // 1: 4 consecutive n are contiguous and 4-element aligned
+  int64_t c_row_stride, c_col_stride, c_batch_stride;  // elements
+};
+
+// alpha: the float, or the device scalar read at kernel time (only after griddepcontrol.wait
+// where the kernel is a programmatic dependent: a grid before may write it).
+__device__ __forceinline__ float load_alpha(const GemmParams& p) {
+  return p.alpha_ptr != nullptr ? __ldg(p.alpha_ptr) : p.alpha;
+}
+
+// The kernels' shared storage: the dynamic shared memory rounded up to 1 KB (the 128-byte
+// swizzle atoms of the TMA tiles need 1 KB alignment; the launch adds 1 KB for it).
+template <class Storage>
+__device__ __forceinline__ Storage& shared_storage(uint8_t* smem_raw) {
+  const uintptr_t base = (reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~static_cast<uintptr_t>(1023);
+  return *reinterpret_cast<Storage*>(base);
+}
+template <class Storage>
+constexpr size_t dynamic_smem_bytes() { return sizeof(Storage) + 1024; }  // + the manual 1 KB alignment
+
+}  // namespace nvfp4::sm90

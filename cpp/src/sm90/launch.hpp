@@ -1,0 +1,83 @@
+// The one launch path of the sm90a GEMM family (gemm.cu, grouped_packed.cu, dual_gemm.cu):
+// cudaLaunchKernelEx with an optional thread-block cluster along x and an optional
+// programmatic dependent launch (PDL), every return code checked; and the once-per-device
+// opt-in to more than 48 KB of dynamic shared memory. Host code only.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <atomic>
+#include <initializer_list>
+#include <utility>
+
+#include "../common/cuda_check.hpp"
+
+namespace nvfp4::sm90 {
+
+struct LaunchShape {
+  dim3 grid;
+  dim3 block;
+  size_t smem = 0;         // dynamic shared memory, bytes
+  unsigned cluster_x = 0;  // > 0: clusters of cluster_x x 1 x 1 CTAs (the attribute is set even for 1)
+  bool pdl = false;        // programmatic stream serialization: the kernel may start before the grid
+                           // in front of it completes and waits for it with griddepcontrol.wait
+};
+
+// cudaLaunchConfig_t of a LaunchShape (also what the occupancy queries take). Not
+// copyable: the config points at its own attributes.
+class LaunchConfig {
+ public:
+  LaunchConfig(const LaunchShape& shape, cudaStream_t stream) {
+    unsigned n = 0;
+    if (shape.cluster_x > 0) {
+      attr_[n].id = cudaLaunchAttributeClusterDimension;
+      attr_[n].val.clusterDim.x = shape.cluster_x;
+      attr_[n].val.clusterDim.y = 1;
+      attr_[n].val.clusterDim.z = 1;
+      ++n;
+    }
+    if (shape.pdl) {
+      attr_[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+      attr_[n].val.programmaticStreamSerializationAllowed = 1;
+      ++n;
+    }
+    cfg_.gridDim = shape.grid;
+    cfg_.blockDim = shape.block;
+    cfg_.dynamicSmemBytes = shape.smem;
+    cfg_.stream = stream;
+    cfg_.attrs = n > 0 ? attr_ : nullptr;
+    cfg_.numAttrs = n;
+  }
+  LaunchConfig(const LaunchConfig&) = delete;
+  LaunchConfig& operator=(const LaunchConfig&) = delete;
+  const cudaLaunchConfig_t* get() const { return &cfg_; }
+
+ private:
+  cudaLaunchAttribute attr_[2] = {};
+  cudaLaunchConfig_t cfg_ = {};
+};
+
+template <class... Params, class... Args>
+nvfp4_status_t launch(void (*kernel)(Params...), const LaunchShape& shape, cudaStream_t stream, Args&&... args) {
+  const LaunchConfig cfg(shape, stream);
+  NVFP4_CUDA_TRY(cudaLaunchKernelEx(cfg.get(), kernel, std::forward<Args>(args)...));
+  NVFP4_CHECK_LAUNCH();
+  return NVFP4_SUCCESS;
+}
+
+// Raises each kernel's dynamic shared-memory limit to its size, once per device (`done`:
+// one bit per device, owned by the caller; a host-side cost of ~µs per call otherwise).
+struct SmemOptIn {
+  const void* kernel;
+  size_t bytes;
+};
+inline nvfp4_status_t opt_in_smem(std::atomic<uint64_t>& done, int device, std::initializer_list<SmemOptIn> kernels) {
+  const uint64_t bit = uint64_t{1} << (device & 63);
+  if ((done.load(std::memory_order_acquire) & bit) != 0) return NVFP4_SUCCESS;
+  for (const SmemOptIn& k : kernels)
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k.bytes)));
+  done.fetch_or(bit, std::memory_order_acq_rel);
+  return NVFP4_SUCCESS;
+}
+
+}  // namespace nvfp4::sm90
