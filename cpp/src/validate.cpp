@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "common/align.hpp"
 #include "common/formats.h"
 
 namespace nvfp4 {
@@ -128,7 +129,7 @@ nvfp4_status_t Call::tensor(const char* name, const nvfp4_tensor_t*& t, bool (*d
     t = &dense;
   }
   const int64_t es = dtype_size(t->dtype);
-  if (reinterpret_cast<uintptr_t>(t->data) % es != 0)
+  if (!is_aligned(t->data, es))
     return fail(NVFP4_ERROR_INVALID_VALUE, "%s: argument '%s': pointer %p is not aligned to its %lld-byte elements",
                 op(), name, t->data, static_cast<long long>(es));
   if (!first_) {
@@ -299,7 +300,7 @@ nvfp4_status_t out_view(Call& c, const char* name, const nvfp4_tensor_t*& t, con
 nvfp4_status_t scalar_check(Call& c, const char* name, const nvfp4_scalar_t& s, Alpha* a) {
   a->value = s.value;
   a->device_ptr = s.device_ptr;
-  if (s.device_ptr && reinterpret_cast<uintptr_t>(s.device_ptr) % 4 != 0)
+  if (s.device_ptr && !is_aligned(s.device_ptr, 4))
     return fail(NVFP4_ERROR_INVALID_VALUE, "%s: argument '%s': scalar pointer is not 4-byte aligned", c.op(), name);
   return NVFP4_SUCCESS;
 }

@@ -13,8 +13,10 @@
 
 #include <type_traits>
 
+#include "common/align.hpp"
 #include "common/cuda_check.hpp"
 #include "common/formats.h"
+#include "common/store.hpp"
 #include "problem.hpp"
 
 namespace nvfp4 {
@@ -24,13 +26,7 @@ namespace portable {
 // Host-side launch helpers
 // ---------------------------------------------------------------------------
 
-// True when `p` and every stride (in bytes) are multiples of `bytes`, i.e. every
-// row/batch start reached from `p` is `bytes`-aligned. Vector paths need this; the
-// C ABI only guarantees element alignment.
-inline bool aligned_to(const void* p, int64_t bytes, int64_t stride_bytes_a = 0, int64_t stride_bytes_b = 0) {
-  return reinterpret_cast<uintptr_t>(p) % static_cast<uintptr_t>(bytes) == 0 && stride_bytes_a % bytes == 0 &&
-         stride_bytes_b % bytes == 0;
-}
+// Vector paths test their pointers and strides with aligned_to (common/align.hpp).
 
 inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
 
@@ -86,14 +82,7 @@ struct ScaleAddr32 {
 
 __device__ __forceinline__ float read_alpha(const Alpha& a) { return a.device_ptr ? *a.device_ptr : a.value; }
 
-// Stores fp32 `v` rounded once (RNE) to the output dtype at element `index`.
-__device__ __forceinline__ void store_out(void* data, DType dtype, int64_t index, float v) {
-  switch (dtype) {
-    case DType::kFloat16: static_cast<__half*>(data)[index] = __float2half_rn(v); break;
-    case DType::kBFloat16: static_cast<__nv_bfloat16*>(data)[index] = __float2bfloat16_rn(v); break;
-    case DType::kFloat32: static_cast<float*>(data)[index] = v; break;
-  }
-}
+// Outputs are written with store_out (common/store.hpp): fp32 rounded once to the dtype.
 
 // ---------------------------------------------------------------------------
 // Fast, bit-exact format conversions (the quantize / dequantize hot paths)

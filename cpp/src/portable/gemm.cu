@@ -5,6 +5,7 @@
 // and the on-GPU oracle for the fast paths, so clarity wins over speed; the tiling
 // (64x64 output tile per 256-thread CTA, K step 64, each operand tile decoded once
 // into shared memory) only keeps it from being absurdly slow.
+#include "common/activation.hpp"
 #include "portable/common.cuh"
 #include "portable/launchers.cuh"
 
@@ -61,12 +62,6 @@ __device__ __forceinline__ uint2 load_packed8(const Operand& op, int64_t l, int6
 __device__ __forceinline__ void decode_row_block(const Operand& op, int64_t l, int64_t r, int64_t kb, int64_t K,
                                                  float (&v)[16]) {
   decode_block16(load_packed8(op, l, r, kb), op.sf.data[scale_offset(op.sf, l, r, kb, K)], v);
-}
-
-__device__ __forceinline__ float activation(nvfp4_activation_t act, float x) {
-  if (act == NVFP4_ACT_GELU_TANH)
-    return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-  return x / (1.0f + expf(-x));  // silu
 }
 
 // ---------------------------------------------------------------------------

@@ -15,6 +15,7 @@
 //
 // Numerics are exactly formats.h's recipe (see common.cuh): the CPU backend and
 // these kernels produce identical bytes.
+#include "common/device_cache.hpp"
 #include "portable/common.cuh"
 #include "portable/launchers.cuh"
 
@@ -40,17 +41,19 @@ struct ItemSpace {
   unsigned grid = 0;
 };
 
-// CTAs of `Kernel` that fit on one SM (cached per kernel; only sizes the grid).
+// CTAs of `Kernel` that fit on one SM of `device` (cached per kernel and device; only
+// sizes the grid).
 template <auto Kernel>
-int resident_ctas_per_sm() {
-  static const int n = [] {
-    int v = 0;
+int resident_ctas_per_sm(int device) {
+  static PerDeviceCache<int> cache;
+  int n = 1;
+  cache.get(device, [](int& v) {
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&v, Kernel, kThreads, 0) != cudaSuccess || v < 1) {
       (void)cudaGetLastError();
       v = 1;
     }
-    return v;
-  }();
+    return NVFP4_SUCCESS;
+  }, &n);
   return n;
 }
 
@@ -160,10 +163,9 @@ RowWalk make_row_walk(int64_t L, int64_t rows, int64_t segs, int sm_count, int c
 // Launches a row-walking kernel over L x rows x segs segments (per_cta walkers per CTA),
 // with as many CTAs as fit on the device at once or are needed.
 template <auto Kernel, class Args>
-void launch_row_walk(const Args& a, int64_t L, int64_t rows, int64_t segs, int per_cta, int sm_count,
-                     cudaStream_t stream) {
-  const RowWalk walk = make_row_walk(L, rows, segs, sm_count, resident_ctas_per_sm<Kernel>(), per_cta);
-  Kernel<<<walk.grid, kThreads, 0, stream>>>(a, walk);
+void launch_row_walk(const Args& a, int64_t L, int64_t rows, int64_t segs, int per_cta, const Exec& exec) {
+  const RowWalk walk = make_row_walk(L, rows, segs, exec.sm_count, resident_ctas_per_sm<Kernel>(exec.device), per_cta);
+  Kernel<<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
 }
 
 // Calls f(l, r, g) for the row segments of this walker (the calling warp, or the CTA).
@@ -408,12 +410,12 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
   // Check everything before touching memory (NOT_SUPPORTED must leave it untouched).
   QuantizeArgs a;
   if (!make_item_space(p.L, blocked ? blocked_sf_rows(p.rows) : p.rows, p.K, exec.sm_count,
-                       resident_ctas_per_sm<quantize_kernel<T, kVec>>(), &a.s))
+                       resident_ctas_per_sm<quantize_kernel<T, kVec>>(exec.device), &a.s))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "quantize (portable): problem too large (K=%lld)",
                 static_cast<long long>(p.K));
   AmaxArgs am;
   if (p.compute_global_scale &&
-      !make_item_space(p.L, p.rows, p.K, exec.sm_count, resident_ctas_per_sm<amax_kernel<T, kVec>>(), &am.s))
+      !make_item_space(p.L, p.rows, p.K, exec.sm_count, resident_ctas_per_sm<amax_kernel<T, kVec>>(exec.device), &am.s))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "quantize (portable): problem too large");
 
   if (p.compute_global_scale) {
@@ -425,7 +427,7 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
     const int64_t pieces = p.K * int64_t(sizeof(T)) / 16;
     if (kVec && pieces >= 32 * kAmaxRowsUnroll && pieces < (int64_t(1) << 31)) {
       launch_row_walk<amax_rows_kernel<T>>(am, p.L, p.rows, ceil_div(pieces, int64_t(32) * kAmaxRowsUnroll),
-                                           kThreads / 32, exec.sm_count, stream);
+                                           kThreads / 32, exec);
     } else {
       amax_kernel<T, kVec><<<am.s.grid, kThreads, 0, stream>>>(am);
     }
@@ -456,9 +458,9 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
         rows < (int64_t(1) << 31)) {  // every lane has a block
       const int64_t segs = ceil_div(p.K / kSfVec, int64_t(W) * kQuantRowsUnroll<T>);
       if (blocked)
-        launch_row_walk<quantize_rows_kernel<T, W, true>>(a, p.L, rows, segs, kThreads / W, exec.sm_count, stream);
+        launch_row_walk<quantize_rows_kernel<T, W, true>>(a, p.L, rows, segs, kThreads / W, exec);
       else
-        launch_row_walk<quantize_rows_kernel<T, W, false>>(a, p.L, rows, segs, kThreads / W, exec.sm_count, stream);
+        launch_row_walk<quantize_rows_kernel<T, W, false>>(a, p.L, rows, segs, kThreads / W, exec);
       launched = true;
     }
   }
@@ -670,16 +672,14 @@ nvfp4_status_t launch_dequantize_typed(const DequantizeProblem& p, const Exec& e
   if (kVec && p.K >= 32 * 32 && blocked_sf_cols(p.K) * 128 < (int64_t(1) << 31) && p.rows < (int64_t(1) << 31)) {
     const int64_t segs = ceil_div(p.K / 32, int64_t(32));
     if (p.sf.layout == NVFP4_SF_BLOCKED)
-      launch_row_walk<dequantize_staged_kernel<OT, true>>(a, p.L, p.rows, segs, kThreads / 32, exec.sm_count,
-                                                          cuda_stream(exec));
+      launch_row_walk<dequantize_staged_kernel<OT, true>>(a, p.L, p.rows, segs, kThreads / 32, exec);
     else
-      launch_row_walk<dequantize_staged_kernel<OT, false>>(a, p.L, p.rows, segs, kThreads / 32, exec.sm_count,
-                                                           cuda_stream(exec));
+      launch_row_walk<dequantize_staged_kernel<OT, false>>(a, p.L, p.rows, segs, kThreads / 32, exec);
     NVFP4_CHECK_LAUNCH();
     return NVFP4_SUCCESS;
   }
-  const int ctas = kVec ? resident_ctas_per_sm<dequantize_lane16_kernel<OT>>()
-                        : resident_ctas_per_sm<dequantize_unaligned_kernel<OT>>();
+  const int ctas = kVec ? resident_ctas_per_sm<dequantize_lane16_kernel<OT>>(exec.device)
+                        : resident_ctas_per_sm<dequantize_unaligned_kernel<OT>>(exec.device);
   if (!make_item_space(p.L, p.rows, p.K, exec.sm_count, ctas, &a.s, kVec ? kDequantLaneElems<OT> : kItemElems))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "dequantize (portable): problem too large (K=%lld)",
                 static_cast<long long>(p.K));

@@ -14,8 +14,10 @@
 #include <vector>
 
 #include "backends.hpp"
+#include "common/activation.hpp"
 #include "common/formats.h"
-#include "reference/half_convert.hpp"
+#include "common/half_convert.hpp"
+#include "common/store.hpp"
 
 namespace nvfp4 {
 namespace {
@@ -89,13 +91,7 @@ void for_each_dot(const RowSource& a, int64_t M, const RowSource (&b)[nb], int64
 }
 
 // Rounds v once to the output dtype and stores it at element offset `index`.
-void store(const OutOperand& c, int64_t index, double v) {
-  switch (c.dtype) {
-    case DType::kFloat16: static_cast<uint16_t*>(c.data)[index] = ref::double_to_fp16(v); break;
-    case DType::kBFloat16: static_cast<uint16_t*>(c.data)[index] = ref::double_to_bf16(v); break;
-    case DType::kFloat32: static_cast<float*>(c.data)[index] = static_cast<float>(v); break;
-  }
-}
+void store(const OutOperand& c, int64_t index, double v) { store_out_host(c.data, c.dtype, index, v); }
 
 float load_input(const void* x, DType dtype, int64_t index) {
   switch (dtype) {
@@ -111,14 +107,6 @@ float nan_max_abs(float m, float v) {
   const float a = std::fabs(v);
   if (m != m || a != a) return std::numeric_limits<float>::quiet_NaN();
   return a > m ? a : m;
-}
-
-double activation(nvfp4_activation_t act, double x) {
-  if (act == NVFP4_ACT_GELU_TANH) {
-    const double kSqrt2OverPi = 0.79788456080286535587989211986876;
-    return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
-  }
-  return x / (1.0 + std::exp(-x));  // silu
 }
 
 // ---------------------------------------------------------------------------
@@ -233,11 +221,7 @@ nvfp4_status_t cpu_dequantize(const DequantizeProblem& p, const Exec&) {
         const uint32_t nibble = (k & 1) ? (byte >> 4) : (byte & 0xFu);
         const float scale = e4m3_to_float(scale_byte(p.sf, l, r, k / kSfVec, p.K));
         const float v = (e2m1_to_float(nibble) * scale) * gs;   // exact product, one fp32 rounding
-        switch (p.out_dtype) {
-          case DType::kFloat16: static_cast<uint16_t*>(p.out)[out_row + k] = ref::float_to_fp16(v); break;
-          case DType::kBFloat16: static_cast<uint16_t*>(p.out)[out_row + k] = ref::float_to_bf16(v); break;
-          case DType::kFloat32: static_cast<float*>(p.out)[out_row + k] = v; break;
-        }
+        store_out_host(p.out, p.out_dtype, out_row + k, v);
       }
     }
   }
