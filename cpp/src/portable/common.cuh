@@ -328,22 +328,18 @@ __host__ __device__ inline uint32_t max_nan_16x2_host(uint32_t a, uint32_t b) {
   return d;
 }
 #endif
-__device__ __forceinline__ uint32_t max_nan_bf16x2(uint32_t a, uint32_t b) {
+template <bool kBf16>
+__device__ __forceinline__ uint32_t max_nan_16x2(uint32_t a, uint32_t b) {
 #if defined(__CUDA_ARCH__)
   uint32_t d;
-  asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  if constexpr (kBf16) {
+    asm("max.NaN.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  } else {
+    asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  }
   return d;
 #else
-  return max_nan_16x2_host<true>(a, b);
-#endif
-}
-__device__ __forceinline__ uint32_t max_nan_f16x2(uint32_t a, uint32_t b) {
-#if defined(__CUDA_ARCH__)
-  uint32_t d;
-  asm("max.NaN.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-#else
-  return max_nan_16x2_host<false>(a, b);
+  return max_nan_16x2_host<kBf16>(a, b);
 #endif
 }
 
@@ -362,7 +358,7 @@ __device__ __forceinline__ float raw_amax(const Raw16<T>& r) {
 #pragma unroll
     for (int j = 1; j < 8; ++j) {
       const uint32_t a = r.w[j] & 0x7FFF7FFFu;
-      m = std::is_same<T, __nv_bfloat16>::value ? max_nan_bf16x2(m, a) : max_nan_f16x2(m, a);
+      m = max_nan_16x2<std::is_same<T, __nv_bfloat16>::value>(m, a);
     }
     Raw16<T> t;
     t.w[0] = m;

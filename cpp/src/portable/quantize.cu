@@ -226,7 +226,7 @@ __device__ __forceinline__ float amax_16B(const uint4 v) {
                    max_nan(fabsf(__uint_as_float(v.z)), fabsf(__uint_as_float(v.w))));
   } else {
     constexpr bool kBf16 = std::is_same<T, __nv_bfloat16>::value;
-    auto mx = [](uint32_t x, uint32_t y) { return kBf16 ? max_nan_bf16x2(x, y) : max_nan_f16x2(x, y); };
+    auto mx = [](uint32_t x, uint32_t y) { return max_nan_16x2<kBf16>(x, y); };
     const uint32_t m = mx(mx(v.x & 0x7FFF7FFFu, v.y & 0x7FFF7FFFu), mx(v.z & 0x7FFF7FFFu, v.w & 0x7FFF7FFFu));
     Raw16<T> t;
     t.w[0] = m;
