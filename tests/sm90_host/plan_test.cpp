@@ -1,0 +1,494 @@
+// CPU unit test of the sm90a GEMM plan (cpp/src/sm90/gemm_plan.hpp): which problems the
+// Hopper kernels take, which kernel runs a problem, its split-K, grid, token TMA box,
+// scale-load mode and token workspace. Plain C++ (no CUDA): compiled and run by
+// tests/test_sm90_plan.py with the host C++ compiler (nvcc as a fallback).
+//
+// Checks:
+//  1. the support checks and their order (the messages gemm() reports);
+//  2. the path, split and grid of the gpu-mode and square shapes on an H100's numbers
+//     (132 SMs), including a cluster size whose clusters do not all fit at once;
+//  3. the scale-load mode per layout and alignment, the output vector flag;
+//  4. invariants over random shapes and device numbers: splits within limits and fitting,
+//     the short-chain rule, the path rule, every (tile, K block) computed exactly once by
+//     the grid (the tile scheduler's formula), the workspace query agreeing with the run
+//     given exactly that workspace;
+//  5. the packed MoE plan.
+// Prints "N passed, N failed".
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <random>
+#include <vector>
+
+#include "common/formats.h"
+#include "sm90/gemm_plan.hpp"
+
+using namespace nvfp4;
+using namespace nvfp4::sm90;
+
+static int g_passed = 0, g_failed = 0;
+#define CHECK(cond, ...)                                        \
+  do {                                                          \
+    if (cond) {                                                 \
+      ++g_passed;                                               \
+    } else {                                                    \
+      ++g_failed;                                               \
+      if (g_failed <= 30) {                                     \
+        printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
+        printf(__VA_ARGS__);                                    \
+        printf("\n");                                           \
+      }                                                         \
+    }                                                           \
+  } while (0)
+
+// Fake, well-aligned device addresses (the plan only looks at their values).
+static const uint8_t* addr(uintptr_t a) { return reinterpret_cast<const uint8_t*>(a); }
+
+// A dense problem: packed rows of K/2 bytes, linear scales of K/16 bytes per row (or blocked),
+// fp16 row-major output, every base 256-byte aligned.
+static GemmProblem dense(int64_t M, int64_t N, int64_t K, int64_t L = 1, nvfp4_sf_layout_t layout = NVFP4_SF_LINEAR) {
+  GemmProblem p;
+  p.L = L;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.a = Fp4Operand{addr(1u << 20), K / 2, M * K / 2};
+  p.b = Fp4Operand{addr(1u << 28), K / 2, N * K / 2};
+  const int64_t sfa_batch = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(M, K) : M * (K / 16);
+  const int64_t sfb_batch = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(N, K) : N * (K / 16);
+  p.sfa = ScaleOperand{addr(3u << 28), layout, K / 16, sfa_batch};
+  p.sfb = ScaleOperand{addr(5u << 28), layout, K / 16, sfb_batch};
+  p.c.data = reinterpret_cast<void*>(uintptr_t{7} << 28);
+  p.c.dtype = DType::kFloat16;
+  p.c.row_stride = N;
+  p.c.col_stride = 1;
+  p.c.batch_stride = M * N;
+  return p;
+}
+
+static GemmDeviceNumbers h100() {
+  GemmDeviceNumbers d;
+  d.sm_count = 132;
+  for (int s = 0; s <= kMaxSplits; ++s) d.fused_clusters[s] = d.predecoded_clusters[s] = 1 << 20;
+  return d;
+}
+
+static const char* path_name(GemmPath p) {
+  switch (p) {
+    case GemmPath::kEmpty: return "empty";
+    case GemmPath::kGemvRoute: return "gemv";
+    case GemmPath::kFused: return "fused";
+    case GemmPath::kPredecoded: return "predecoded";
+    case GemmPath::kPersistent: return "persistent";
+  }
+  return "?";
+}
+
+static bool same_reason(const char* a, const char* b) {
+  return (a == nullptr && b == nullptr) || (a != nullptr && b != nullptr && strcmp(a, b) == 0);
+}
+
+// ---------------------------------------------------------------------------
+// 1. Support checks
+// ---------------------------------------------------------------------------
+static void test_support() {
+  const GemmDeviceNumbers dev = h100();
+  GemmProblem p = dense(256, 512, 1024);
+  CHECK(gemm_unsupported(p) == nullptr, "dense problem refused: %s", gemm_unsupported(p));
+
+  // empty problems run (nothing to do), even with a bad K
+  for (int which = 0; which < 3; ++which) {
+    GemmProblem e = dense(256, 512, 1024);
+    e.K = 33;
+    (which == 0 ? e.M : which == 1 ? e.N : e.L) = 0;
+    const GemmPlan g = plan_gemm(e, dev, SIZE_MAX);
+    CHECK(g.unsupported == nullptr && g.path == GemmPath::kEmpty && g.workspace_bytes == 0, "empty %d: %s", which,
+          path_name(g.path));
+  }
+  // K
+  for (int64_t K : {int64_t{0}, int64_t{16}, int64_t{48}, int64_t{1000}}) {
+    GemmProblem q = dense(256, 512, 1024);
+    q.K = K;
+    CHECK(same_reason(gemm_unsupported(q), "sm90a gemm: K must be a multiple of 32"), "K=%lld",
+          static_cast<long long>(K));
+  }
+  // the GEMV route takes any alignment, the tiled paths need TMA-compatible fp4 operands
+  for (int64_t M : {int64_t{1}, int64_t{2}, int64_t{3}}) {
+    GemmProblem q = dense(M, 512, 1024);
+    q.a.data = addr((1u << 20) + 4);
+    q.b.row_stride = 520;  // not a multiple of 16
+    q.sfb.layout = NVFP4_SF_BLOCKED;  // mixed layouts too
+    const GemmPlan g = plan_gemm(q, dev, SIZE_MAX);
+    if (M <= kGemvMaxTokens)
+      CHECK(g.unsupported == nullptr && g.path == GemmPath::kGemvRoute && g.workspace_bytes == 0, "M=%lld: %s",
+            static_cast<long long>(M), path_name(g.path));
+    else
+      CHECK(same_reason(g.unsupported, "sm90a gemm: fp4 operands need 16-byte aligned bases and strides"),
+            "M=3 unaligned: %s", g.unsupported ? g.unsupported : "(taken)");
+  }
+  const char* kAlign = "sm90a gemm: fp4 operands need 16-byte aligned bases and strides";
+  {
+    GemmProblem q = dense(256, 512, 1024);
+    q.b.data = addr((1u << 28) + 8);
+    CHECK(same_reason(gemm_unsupported(q), kAlign), "b base");
+    q = dense(256, 512, 1024);
+    q.a.row_stride = 520;
+    CHECK(same_reason(gemm_unsupported(q), kAlign), "a row stride");
+    q = dense(256, 512, 1024, 2);
+    q.b.batch_stride += 8;
+    CHECK(same_reason(gemm_unsupported(q), kAlign), "b batch stride");
+    q = dense(256, 512, 1024, 1);
+    q.b.batch_stride += 8;  // unused with L == 1
+    CHECK(gemm_unsupported(q) == nullptr, "batch stride of one batch checked");
+    q = dense(256, 512, 1024);
+    q.a.row_stride = int64_t{1} << 40;
+    CHECK(same_reason(gemm_unsupported(q), kAlign), "row stride 2^40");
+  }
+  {
+    GemmProblem q = dense(65535LL * 128 + 1, 512, 1024);
+    CHECK(same_reason(gemm_unsupported(q), "sm90a gemm: grid too large"), "tiles_x");
+    q = dense(65535LL * 128, 512, 1024);
+    CHECK(gemm_unsupported(q) == nullptr, "tiles_x = 65535 refused");
+    q = dense(256, 512, 1024, 65536);
+    CHECK(same_reason(gemm_unsupported(q), "sm90a gemm: grid too large"), "L");
+  }
+  {
+    GemmProblem q = dense(256, 512, 1024);
+    q.sfa.layout = NVFP4_SF_BLOCKED;
+    CHECK(same_reason(gemm_unsupported(q), "sm90a gemm: mixed scale layouts"), "mixed layouts");
+  }
+  // scale alignment never refuses (cp.async or plain loads take any)
+  {
+    GemmProblem q = dense(256, 512, 1024);
+    q.sfa.data = addr((3u << 28) + 1);
+    q.sfb.row_stride = 65;
+    CHECK(gemm_unsupported(q) == nullptr, "odd scales refused");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 2. Paths of known shapes (H100: 132 SMs)
+// ---------------------------------------------------------------------------
+struct Want {
+  int64_t M, N, K, L;
+  bool workspace;
+  GemmPath path;
+  int splits;
+  bool short_chain;
+};
+
+static void test_known_shapes() {
+  const GemmDeviceNumbers dev = h100();
+  const Want wants[] = {
+      // gpu-mode shapes: 56 / 32 / 56 tiles
+      {128, 7168, 2048, 1, true, GemmPath::kFused, 2, true},         // 8 blocks per CTA: no promotion, no pass
+      {128, 4096, 7168, 1, true, GemmPath::kPredecoded, 4, false},   // 14 blocks per CTA
+      {128, 4096, 7168, 1, false, GemmPath::kFused, 4, false},       // no workspace: fused, promoted
+      {128, 7168, 16384, 1, true, GemmPath::kPredecoded, 2, false},  // 64 blocks per CTA
+      {4096, 4096, 4096, 1, true, GemmPath::kPersistent, 1, false},  // 1024 tiles > 132 SMs
+      {4096, 4096, 4096, 1, false, GemmPath::kFused, 1, false},
+      {8192, 8192, 8192, 1, true, GemmPath::kPersistent, 1, false},
+      {512, 2048, 4096, 1, true, GemmPath::kPredecoded, 2, false},   // 64 tiles, 32 blocks: 2 CTAs of 16
+      {1024, 1024, 4096, 1, true, GemmPath::kPredecoded, 2, false},  // 64 tiles, 2 CTAs of 16 blocks
+      {1024, 2048, 4096, 1, true, GemmPath::kPredecoded, 1, false},  // 128 tiles <= 132 SMs: not persistent
+      {128, 7168, 1024, 1, true, GemmPath::kFused, 2, true},         // K < 2048: never pre-decoded
+      {300, 300, 96, 3, true, GemmPath::kFused, 1, true},            // one K block: one CTA per tile
+      {3, 256, 8192, 1, true, GemmPath::kFused, 8, true},            // 2 tiles, 64 blocks: 8 CTAs of 8
+      {3, 256, 16384, 1, true, GemmPath::kPredecoded, 8, false},     // 8 CTAs of 16 blocks, 8-row token box
+  };
+  for (const Want& w : wants) {
+    const GemmProblem p = dense(w.M, w.N, w.K, w.L);
+    const GemmPlan g = plan_gemm(p, dev, w.workspace ? SIZE_MAX : 0);
+    CHECK(g.unsupported == nullptr && g.path == w.path && g.splits == w.splits && g.short_chain == w.short_chain,
+          "%lldx%lldx%lld L=%lld ws=%d: %s splits %d short %d (want %s %d %d)", static_cast<long long>(w.M),
+          static_cast<long long>(w.N), static_cast<long long>(w.K), static_cast<long long>(w.L), w.workspace,
+          path_name(g.path), g.splits, g.short_chain, path_name(w.path), w.splits, w.short_chain);
+    const bool pre = w.path == GemmPath::kPredecoded || w.path == GemmPath::kPersistent;
+    CHECK(g.workspace_bytes == (pre ? token_workspace_bytes(w.M, w.K, w.L) : 0), "workspace %zu",
+          g.workspace_bytes);
+    CHECK(g.stages == (pre ? kPredecodedStages : kFusedStages), "stages %d", g.stages);
+    CHECK(g.x_box_rows == (pre ? (w.M < 128 ? (w.M + 7) / 8 * 8 : 128) : 0), "box rows %d", g.x_box_rows);
+  }
+  // the persistent grid: one CTA per SM
+  {
+    const GemmPlan g = plan_gemm(dense(4096, 4096, 4096), dev, SIZE_MAX);
+    CHECK(g.grid[0] == 132 && g.grid[1] == 1 && g.grid[2] == 1 && g.tiles == 1024, "persistent grid %u %u %u",
+          g.grid[0], g.grid[1], g.grid[2]);
+  }
+  // 128 x 4096 x 7168 with 4-CTA clusters that do not all fit at once (24 of the 32 needed):
+  // the split drops to 3
+  {
+    GemmDeviceNumbers d = dev;
+    d.fused_clusters[4] = 24;
+    d.predecoded_clusters[4] = 24;
+    const GemmPlan g = plan_gemm(dense(128, 4096, 7168), d, SIZE_MAX);
+    CHECK(g.path == GemmPath::kPredecoded && g.splits == 3, "%s splits %d", path_name(g.path), g.splits);
+    CHECK(g.grid[0] == 32 * 3 && g.grid[1] == 1 && g.grid[2] == 1, "grid %u %u %u", g.grid[0], g.grid[1], g.grid[2]);
+  }
+  // exactly as many clusters fit as there are tiles: the split stays
+  {
+    GemmDeviceNumbers d = dev;
+    d.fused_clusters[4] = d.predecoded_clusters[4] = 32;
+    const GemmPlan g = plan_gemm(dense(128, 4096, 7168), d, SIZE_MAX);
+    CHECK(g.path == GemmPath::kPredecoded && g.splits == 4, "%s splits %d", path_name(g.path), g.splits);
+  }
+  // the fused split decides the short-chain rule, the pre-decoded split the launch:
+  // 128x7168x2048 on 2-CTA clusters that do not fit runs one CTA per tile, 16 blocks: promoted
+  // and therefore pre-decoded
+  {
+    GemmDeviceNumbers d = dev;
+    d.fused_clusters[2] = 10;
+    const GemmPlan g = plan_gemm(dense(128, 7168, 2048), d, SIZE_MAX);
+    CHECK(g.path == GemmPath::kPredecoded && g.splits == 2 && g.workspace_bytes == token_workspace_bytes(128, 2048, 1),
+          "%s splits %d", path_name(g.path), g.splits);
+    const GemmPlan f = plan_gemm(dense(128, 7168, 2048), d, 0);
+    CHECK(f.path == GemmPath::kFused && f.splits == 1 && !f.short_chain, "%s splits %d short %d", path_name(f.path),
+          f.splits, f.short_chain);
+  }
+  // workspace: exactly the token bytes suffice, one byte less does not; over 1 GiB: fused
+  {
+    const GemmProblem p = dense(128, 4096, 7168);
+    const size_t need = token_workspace_bytes(128, 7168, 1);
+    CHECK(need == 128 * 7168 * 2, "token bytes %zu", need);
+    CHECK(plan_gemm(p, dev, need).path == GemmPath::kPredecoded, "exact workspace");
+    CHECK(plan_gemm(p, dev, need - 1).path == GemmPath::kFused, "short workspace");
+    const GemmProblem big = dense(32768, 4096, 16384 + 128);  // 32768 x 16512 x 2 > 1 GiB
+    const GemmPlan g = plan_gemm(big, dev, SIZE_MAX);
+    CHECK(g.path == GemmPath::kFused && g.workspace_bytes == 0, "over 1 GiB: %s", path_name(g.path));
+    const GemmProblem cap = dense(32768, 4096, 16384);  // exactly 1 GiB
+    CHECK(plan_gemm(cap, dev, SIZE_MAX).path == GemmPath::kPersistent, "1 GiB exactly");
+  }
+  CHECK(token_workspace_bytes(3, 96, 2) == 1536, "token bytes of K 96: %zu", token_workspace_bytes(3, 96, 2));
+  CHECK(token_workspace_bytes(5, 160, 1) == 2560, "token bytes of K 160: %zu", token_workspace_bytes(5, 160, 1));
+}
+
+// ---------------------------------------------------------------------------
+// 3. Scale-load mode, output vector flag
+// ---------------------------------------------------------------------------
+static void test_scale_modes() {
+  const GemmDeviceNumbers dev = h100();
+  // blocked, K % 128 == 0, 16-byte aligned: bulk copies
+  GemmPlan g = plan_gemm(dense(256, 512, 1024, 2, NVFP4_SF_BLOCKED), dev, SIZE_MAX);
+  CHECK(g.sf_mode == kScaleBulk, "blocked bulk: %d", g.sf_mode);
+  // blocked, K % 128 != 0: cp.async (4-byte aligned)
+  g = plan_gemm(dense(256, 512, 1056, 2, NVFP4_SF_BLOCKED), dev, SIZE_MAX);
+  CHECK(g.sf_mode == kScaleCpAsync && g.sf_mode_without_tma == kScaleCpAsync, "blocked K tail: %d", g.sf_mode);
+  // blocked, batch stride not a multiple of 16 (but of 4): cp.async
+  {
+    GemmProblem p = dense(256, 512, 1024, 2, NVFP4_SF_BLOCKED);
+    p.sfb.batch_stride += 4;
+    CHECK(plan_gemm(p, dev, SIZE_MAX).sf_mode == kScaleCpAsync, "blocked odd batch");
+    p.sfa.data = addr((3u << 28) + 2);
+    CHECK(plan_gemm(p, dev, SIZE_MAX).sf_mode == kScaleSync, "blocked 2-byte aligned");
+  }
+  // linear, rows of 16-byte multiples (K % 256 == 0): TMA boxes, cp.async if they cannot be encoded
+  g = plan_gemm(dense(256, 512, 1024), dev, SIZE_MAX);
+  CHECK(g.sf_mode == kScaleTma && g.sf_mode_without_tma == kScaleCpAsync, "linear TMA: %d / %d", g.sf_mode,
+        g.sf_mode_without_tma);
+  // linear, rows of 4-byte multiples: cp.async; odd rows: plain loads
+  g = plan_gemm(dense(256, 512, 1088), dev, SIZE_MAX);  // 68-byte rows
+  CHECK(g.sf_mode == kScaleCpAsync, "linear 4-byte rows: %d", g.sf_mode);
+  {
+    GemmProblem p = dense(256, 512, 1024);
+    p.sfa.row_stride = 66;
+    CHECK(plan_gemm(p, dev, SIZE_MAX).sf_mode == kScaleSync, "linear 2-byte rows");
+    p = dense(256, 512, 1024, 3);
+    p.sfb.batch_stride = 512 * 64 + 4;
+    CHECK(plan_gemm(p, dev, SIZE_MAX).sf_mode == kScaleCpAsync, "linear batch stride not a multiple of 16");
+  }
+  // output: contiguous, 4-element aligned rows and batches
+  CHECK(plan_gemm(dense(256, 512, 1024), dev, SIZE_MAX).c_vec4 == 1, "vec4");
+  {
+    GemmProblem p = dense(256, 510, 1024);
+    CHECK(plan_gemm(p, dev, SIZE_MAX).c_vec4 == 0, "row stride 510");
+    p = dense(256, 512, 1024);
+    p.c.col_stride = 256;
+    p.c.row_stride = 1;
+    CHECK(plan_gemm(p, dev, SIZE_MAX).c_vec4 == 0, "column-major output");
+    p = dense(256, 512, 1024);
+    p.c.data = reinterpret_cast<void*>((uintptr_t{7} << 28) + 4);  // fp16: 8-byte alignment needed
+    CHECK(plan_gemm(p, dev, SIZE_MAX).c_vec4 == 0, "fp16 output 4-byte aligned");
+    p.c.dtype = DType::kFloat32;  // fp32: 16 bytes needed
+    CHECK(plan_gemm(p, dev, SIZE_MAX).c_vec4 == 0, "fp32 output 4-byte aligned");
+    p = dense(256, 512, 1024, 2);
+    p.c.batch_stride = 256 * 512 + 2;
+    CHECK(plan_gemm(p, dev, SIZE_MAX).c_vec4 == 0, "batch stride");
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 4. Invariants over random problems and device numbers
+// ---------------------------------------------------------------------------
+static void test_invariants(std::mt19937_64& rng) {
+  auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
+  int pre_seen = 0, persistent_seen = 0, fused_seen = 0, short_seen = 0;
+  for (int iter = 0; iter < 4000; ++iter) {
+    const int64_t M = pick(0, 4) == 0 ? pick(3, 130) : pick(3, 9000);
+    const int64_t N = pick(1, 9000);
+    const int64_t K = 32 * (pick(0, 3) == 0 ? pick(1, 40) : pick(1, 600));
+    const int64_t L = pick(0, 3) == 0 ? pick(2, 5) : 1;
+    const GemmProblem p = dense(M, N, K, L, pick(0, 1) ? NVFP4_SF_BLOCKED : NVFP4_SF_LINEAR);
+    GemmDeviceNumbers d;
+    d.sm_count = static_cast<int>(pick(1, 200));
+    for (int s = 0; s <= kMaxSplits; ++s) {
+      d.fused_clusters[s] = s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : 1 << 20);
+      d.predecoded_clusters[s] = s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : 1 << 20);
+    }
+    const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
+    const GemmPlan g = plan_gemm(p, d, ws);
+    if (g.unsupported != nullptr) {
+      CHECK(M > 65535LL * 128 || L > 65535, "refused %lldx%lldx%lld: %s", static_cast<long long>(M),
+            static_cast<long long>(N), static_cast<long long>(K), g.unsupported);
+      continue;
+    }
+    const int64_t tiles_w = (N + 127) / 128, tiles_x = (M + 127) / 128, tiles = tiles_w * tiles_x * L;
+    const int32_t num_kb = static_cast<int32_t>((K + 127) / 128);
+    CHECK(g.tiles_w == tiles_w && g.tiles_x == tiles_x && g.tiles == tiles && g.num_kb == num_kb, "tiles");
+    CHECK(g.splits >= 1 && g.splits <= kMaxSplits && g.splits <= num_kb, "splits %d of %d blocks", g.splits, num_kb);
+    const bool pre = g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent;
+    const int(&clusters)[kMaxSplits + 1] = pre ? d.predecoded_clusters : d.fused_clusters;
+    CHECK(g.splits == 1 || clusters[g.splits] >= tiles, "split %d: %d clusters fit, %lld tiles", g.splits,
+          clusters[g.splits], static_cast<long long>(tiles));
+    CHECK(g.splits == 1 || static_cast<int64_t>(g.splits) * tiles <= d.sm_count, "splits %d x %lld tiles > %d SMs",
+          g.splits, static_cast<long long>(tiles), d.sm_count);
+    // the fused split (recomputed) decides the short chain and whether a pass may pay off
+    const int fused_splits = choose_splits_fitting(d.fused_clusters, tiles, num_kb, d.sm_count);
+    const bool fused_short = (num_kb + fused_splits - 1) / fused_splits <= kShortChainBlocks;
+    const size_t token = token_workspace_bytes(M, K, L);
+    if (pre) {
+      ++pre_seen;
+      persistent_seen += g.path == GemmPath::kPersistent;
+      CHECK(ws == SIZE_MAX && K >= kPredecodeMinK && !fused_short && token <= kTokenWorkspaceMaxBytes,
+            "pre-decoded where the fused kernel or no workspace was due");
+      CHECK(g.workspace_bytes == token && token % 256 == 0 &&
+                token >= static_cast<size_t>(L * M * ((K + 127) / 128 * 128) * 2),
+            "workspace %zu", g.workspace_bytes);
+      CHECK(g.x_box_rows == (M < 128 ? (M + 7) / 8 * 8 : 128) && g.x_box_rows % 8 == 0, "box rows %d", g.x_box_rows);
+      CHECK((g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
+    } else {
+      CHECK(g.path == GemmPath::kFused, "path %s", path_name(g.path));
+      ++fused_seen;
+      short_seen += g.short_chain;
+      CHECK(g.splits == fused_splits && g.short_chain == fused_short, "fused split / chain");
+      CHECK(g.short_chain == ((num_kb + g.splits - 1) / g.splits <= kShortChainBlocks), "short-chain rule");
+      CHECK(!(ws == SIZE_MAX && K >= kPredecodeMinK && !fused_short && token <= kTokenWorkspaceMaxBytes),
+            "fused where the pre-decoded path was due");
+      CHECK(g.workspace_bytes == 0 && g.x_box_rows == 0, "fused workspace");
+    }
+    // the workspace query (SIZE_MAX) and a run given exactly that workspace agree
+    if (ws == SIZE_MAX) {
+      const GemmPlan r = plan_gemm(p, d, g.workspace_bytes);
+      CHECK(r.path == g.path && r.splits == g.splits && r.workspace_bytes == g.workspace_bytes,
+            "query vs run: %s/%s", path_name(g.path), path_name(r.path));
+    }
+    // every (tile, K block) computed exactly once
+    if (g.path == GemmPath::kPersistent) {
+      CHECK(g.grid[0] == static_cast<uint32_t>(d.sm_count) && g.grid[1] == 1 && g.grid[2] == 1, "persistent grid");
+      continue;  // CTA b takes tiles b, b + grid, ...: each tile once, all K blocks
+    }
+    CHECK(g.grid[0] == static_cast<uint32_t>(tiles_w * g.splits) && g.grid[1] == tiles_x && g.grid[2] == L,
+          "grid %u %u %u", g.grid[0], g.grid[1], g.grid[2]);
+    if (iter % 50 == 0 && tiles_w * g.splits <= 4096) {
+      // kernel/tile_scheduler.cuh: cluster_splitk_work for blockIdx.x = tile_w * splits + split
+      std::vector<int> covered(static_cast<size_t>(tiles_w * num_kb), 0);
+      for (int64_t bx = 0; bx < g.grid[0]; ++bx) {
+        const int64_t tile_w = bx / g.splits, split = bx % g.splits;
+        const int64_t b = num_kb * split / g.splits, e = num_kb * (split + 1) / g.splits;
+        for (int64_t kb = b; kb < e; ++kb) ++covered[static_cast<size_t>(tile_w * num_kb + kb)];
+      }
+      bool once = true;
+      for (int c : covered) once = once && c == 1;
+      CHECK(once, "split-K coverage %lld tiles x %d blocks, splits %d", static_cast<long long>(tiles_w), num_kb,
+            g.splits);
+    }
+  }
+  CHECK(pre_seen > 100 && persistent_seen > 20 && fused_seen > 100 && short_seen > 50,
+        "coverage of the random cases: pre %d (persistent %d) fused %d (short %d)", pre_seen, persistent_seen,
+        fused_seen, short_seen);
+}
+
+// ---------------------------------------------------------------------------
+// 5. Packed MoE plan
+// ---------------------------------------------------------------------------
+static PackedGroupedGemmProblem packed(int32_t G, int64_t total_M, int64_t N, int64_t K) {
+  PackedGroupedGemmProblem p;
+  p.G = G;
+  p.total_M = total_M;
+  p.N = N;
+  p.K = K;
+  p.a = Fp4Operand{addr(1u << 20), K / 2, 0};
+  p.b = Fp4Operand{addr(1u << 28), K / 2, N * K / 2};
+  p.sfa = ScaleOperand{addr(3u << 28), NVFP4_SF_LINEAR, K / 16, 0};
+  p.sfb = ScaleOperand{addr(5u << 28), NVFP4_SF_LINEAR, K / 16, N * (K / 16)};
+  p.c.data = reinterpret_cast<void*>(uintptr_t{7} << 28);
+  p.c.dtype = DType::kBFloat16;
+  p.c.row_stride = N;
+  p.c.col_stride = 1;
+  return p;
+}
+
+static void test_packed() {
+  {
+    const PackedPlan g = plan_packed(packed(8, 1024, 4096, 7168));
+    CHECK(g.unsupported == nullptr && !g.empty, "taken: %s", g.unsupported ? g.unsupported : "");
+    CHECK(g.slots == (1024 + 8 * 127) / 128 && g.tiles_w == 32 && g.num_kb == 56, "grid %lld x %lld",
+          static_cast<long long>(g.tiles_w), static_cast<long long>(g.slots));
+    CHECK(g.workspace_bytes == token_workspace_bytes(1024, 7168, 1) && g.x_box_rows == 128, "workspace %zu",
+          g.workspace_bytes);
+    CHECK(g.sf_mode == kScaleTma && g.sf_mode_without_tma == kScaleCpAsync && g.c_vec4 == 1, "modes %d %d",
+          g.sf_mode, g.c_vec4);
+  }
+  {
+    const PackedPlan g = plan_packed(packed(3, 7, 12, 96));
+    CHECK(g.unsupported == nullptr && g.slots == (7 + 3 * 127) / 128 && g.tiles_w == 1 && g.x_box_rows == 8,
+          "small: %lld slots, box %d", static_cast<long long>(g.slots), g.x_box_rows);
+    CHECK(g.sf_mode == kScaleSync && g.c_vec4 == 1, "6-byte scale rows: %d; 12-column output: %d", g.sf_mode,
+          g.c_vec4);
+  }
+  for (int which = 0; which < 3; ++which) {
+    PackedGroupedGemmProblem p = packed(2, 256, 512, 1024);
+    p.K = 33;  // not looked at
+    if (which == 0) p.total_M = 0;
+    if (which == 1) p.N = 0;
+    if (which == 2) p.G = 0;
+    const PackedPlan g = plan_packed(p);
+    CHECK(g.empty && g.unsupported == nullptr && g.workspace_bytes == 0, "empty %d", which);
+  }
+  struct Refusal {
+    const char* why;
+    void (*edit)(PackedGroupedGemmProblem&);
+  };
+  const Refusal refusals[] = {
+      {"sm90a grouped gemm packed: K must be a multiple of 32", [](PackedGroupedGemmProblem& p) { p.K = 48; }},
+      {"sm90a grouped gemm packed: linear scales only",
+       [](PackedGroupedGemmProblem& p) { p.sfb.layout = NVFP4_SF_BLOCKED; }},
+      {"sm90a grouped gemm packed: fp4 operands need 16-byte aligned rows",
+       [](PackedGroupedGemmProblem& p) { p.a.row_stride = 520; }},
+      {"sm90a grouped gemm packed: grid too large", [](PackedGroupedGemmProblem& p) { p.G = 70000; }},
+      {"sm90a grouped gemm packed: token workspace over 1 GiB",
+       [](PackedGroupedGemmProblem& p) {
+         p.total_M = 40000;
+         p.K = 16384;
+       }},
+      {"sm90a grouped gemm packed: TMA cannot take the weights",
+       [](PackedGroupedGemmProblem& p) { p.b.batch_stride += 8; }},
+  };
+  for (const Refusal& r : refusals) {
+    PackedGroupedGemmProblem p = packed(2, 256, 512, 1024);
+    r.edit(p);
+    const PackedPlan g = plan_packed(p);
+    CHECK(same_reason(g.unsupported, r.why), "want '%s', got '%s'", r.why, g.unsupported ? g.unsupported : "(taken)");
+  }
+}
+
+int main() {
+  std::mt19937_64 rng(20261125);
+  test_support();
+  test_known_shapes();
+  test_scale_modes();
+  test_invariants(rng);
+  test_packed();
+  printf("%d passed, %d failed\n", g_passed, g_failed);
+  return g_failed == 0 ? 0 : 1;
+}

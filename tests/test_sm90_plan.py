@@ -1,0 +1,43 @@
+"""CPU test of the sm90a GEMM plan (cpp/src/sm90/gemm_plan.hpp): which problems the Hopper
+kernels take and which kernel, split-K, grid, token TMA box, scale-load mode and token
+workspace a problem gets. tests/sm90_host/plan_test.cpp includes exactly the header the
+backend runs (plain C++, no CUDA) and is compiled here with the host C++ compiler (nvcc as
+a fallback); it needs no GPU and no build of the library.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def _compiler():
+    """[compiler, flags...] of a C++17 compiler, or None."""
+    for name in (os.environ.get("CXX"), "c++", "g++", "clang++"):
+        if name and shutil.which(name):
+            return [shutil.which(name)]
+    nvcc = shutil.which("nvcc")
+    if nvcc:
+        return [nvcc, "-x", "cu"]
+    return None
+
+
+def test_sm90_gemm_plan(tmp_path):
+    cc = _compiler()
+    if cc is None:
+        pytest.skip("no C++ compiler (CXX, c++, g++, clang++ or nvcc) found")
+    exe = str(tmp_path / "sm90_plan_test")
+    src = os.path.join(HERE, "sm90_host", "plan_test.cpp")
+    cmd = cc + ["-std=c++17", "-O1", src, "-o", exe,
+                "-I", os.path.join(ROOT, "cpp", "src"), "-I", os.path.join(ROOT, "cpp", "include")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"plan test failed to compile:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and re.search(r"^\d+ passed, 0 failed$", r.stdout, re.M), r.stdout[-4000:]
