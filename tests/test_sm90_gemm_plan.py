@@ -1,6 +1,6 @@
 """CPU test of the sm90a GEMM plan (cpp/src/sm90/gemm_plan.hpp): which problems the Hopper
 kernels take and which kernel, split-K, grid, token TMA box, scale-load mode and token
-workspace a problem gets. tests/sm90_host/plan_test.cpp includes exactly the header the
+workspace a problem gets. tests/sm90_host/gemm_plan_test.cpp includes exactly the header the
 backend runs (plain C++, no CUDA) and is compiled here with the host C++ compiler (nvcc as
 a fallback); it needs no GPU and no build of the library.
 """
@@ -33,8 +33,8 @@ def test_sm90_gemm_plan(tmp_path):
     cc = _compiler()
     if cc is None:
         pytest.skip("no C++ compiler (CXX, c++, g++, clang++ or nvcc) found")
-    exe = str(tmp_path / "sm90_plan_test")
-    src = os.path.join(HERE, "sm90_host", "plan_test.cpp")
+    exe = str(tmp_path / "sm90_gemm_plan_test")
+    src = os.path.join(HERE, "sm90_host", "gemm_plan_test.cpp")
     cmd = cc + ["-std=c++17", "-O1", src, "-o", exe,
                 "-I", os.path.join(ROOT, "cpp", "src"), "-I", os.path.join(ROOT, "cpp", "include")]
     r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)

@@ -1,7 +1,7 @@
 // CPU unit test of the sm90a GEMM plan (cpp/src/sm90/gemm_plan.hpp): which problems the
 // Hopper kernels take, which kernel runs a problem, its split-K, grid, token TMA box,
 // scale-load mode and token workspace. Plain C++ (no CUDA): compiled and run by
-// tests/test_sm90_plan.py with the host C++ compiler (nvcc as a fallback).
+// tests/test_sm90_gemm_plan.py with the host C++ compiler (nvcc as a fallback).
 //
 // Checks:
 //  1. the support checks and their order (the messages gemm() reports);
