@@ -1,5 +1,5 @@
 // CPU unit test of the sm90a GEMV's host-side plan (cpp/src/sm90/gemv/plan.hpp): no GPU,
-// no CUDA; compiled with the host C++ compiler by tests/test_sm90_host.py.
+// no CUDA; compiled with the host C++ compiler by tests/test_sm90_gemv_plan.py.
 //
 // Checks:
 //  1. support checks (N, K, output dtype, empty problems);

@@ -1,10 +1,8 @@
-"""Host-side logic of the sm90a backend, checked on the CPU (no GPU, no CUDA).
-
-tests/sm90_host/gemv_plan_test.cpp unit-tests the GEMV's plan (cpp/src/sm90/gemv/plan.hpp:
-support and alignment checks, kernel choice, register-kernel shapes, the MMA kernel's
-occupancy model, shape choice and even-spread cap, kernel parameters). The header is plain
-C++, so any C++17 compiler builds the test; nvcc (as a host compiler driver) is the fallback.
-Skips only when no compiler is found.
+"""CPU test of the sm90a GEMV plan (cpp/src/sm90/gemv/plan.hpp): support and alignment
+checks, kernel choice, register-kernel shapes, the MMA kernel's occupancy model, shape
+choice and even-spread cap, kernel parameters. tests/sm90_host/gemv_plan_test.cpp includes
+exactly the header the backend runs (plain C++, no CUDA) and is compiled here with the host
+C++ compiler (nvcc as a fallback); it needs no GPU and no build of the library.
 """
 
 from __future__ import annotations
