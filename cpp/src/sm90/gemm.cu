@@ -98,7 +98,8 @@ nvfp4_status_t opt_in_gemm_smem(int device) {
 
 nvfp4_status_t device_numbers(const Exec& exec, GemmDeviceNumbers* d) {
   d->sm_count = exec.sm_count;
-  if (d->sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, exec.device));
+  if (d->sm_count <= 0)
+    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, exec.device));
   const nvfp4_status_t st = opt_in_gemm_smem(exec.device);
   if (st != NVFP4_SUCCESS) return st;
   for (int s = 0; s <= kMaxSplits; ++s) {

@@ -3,9 +3,9 @@
 // or its persistent form), its split-K, tiles, TMA box and scale-load mode, and the
 // token workspace it needs. Pure functions of the problem (shape, layouts, pointer and
 // stride alignment) and of device numbers the caller passes in (SM count, the cached
-// cluster-occupancy answers): no CUDA, so that the CPU test (tests/sm90_host) checks
-// exactly the code the backend runs. gemm.cu / grouped_packed.cu turn a plan into
-// tensor maps, kernel parameters and launches.
+// cluster-occupancy answers): no CUDA, so that the CPU test
+// (tests/sm90_host/gemm_plan_test.cpp) checks exactly the code the backend runs. gemm.cu
+// and grouped_packed.cu turn a plan into tensor maps, kernel parameters and launches.
 #pragma once
 
 #include <stddef.h>
@@ -120,7 +120,9 @@ inline size_t token_workspace_bytes(int64_t rows, int64_t K, int64_t L) {
 // (H200, N = K = 7168: M = 8 40.5 -> 29.3 µs, M = 32 38.3 -> 30.6 µs with the fitted box;
 // bench/NOTES.md "token TMA box fitted to M"). The rest of the smem tile keeps stale data,
 // which only reaches the output columns of tokens >= M, never stored.
-inline int32_t token_box_rows(int64_t rows) { return rows < kTileX ? static_cast<int32_t>((rows + 7) / 8 * 8) : kTileX; }
+inline int32_t token_box_rows(int64_t rows) {
+  return rows < kTileX ? static_cast<int32_t>((rows + 7) / 8 * 8) : kTileX;
+}
 
 // ---------------------------------------------------------------------------
 // Dense GEMM

@@ -75,7 +75,8 @@ inline nvfp4_status_t opt_in_smem(std::atomic<uint64_t>& done, int device, std::
   const uint64_t bit = uint64_t{1} << (device & 63);
   if ((done.load(std::memory_order_acquire) & bit) != 0) return NVFP4_SUCCESS;
   for (const SmemOptIn& k : kernels)
-    NVFP4_CUDA_TRY(cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k.bytes)));
+    NVFP4_CUDA_TRY(
+        cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k.bytes)));
   done.fetch_or(bit, std::memory_order_acq_rel);
   return NVFP4_SUCCESS;
 }

@@ -1,14 +1,14 @@
 // Exact e2m1 -> fp16 decoding for the sm90a GEMM, and the K permutation it implies.
 //
-// Decode (integer only, docs/design.md "Backends"): a nibble s|e1 e0 m placed with its sign at fp16
-// bit 15 and its magnitude bits at fp16 bits 11..9 is the fp16 number
+// Decode (integer only, docs/design.md "Backends"): a nibble s|e1 e0 m placed with its
+// sign at fp16 bit 15 and its magnitude bits at fp16 bits 11..9 is the fp16 number
 // e2m1_value * 2^-14 exactly (codes 0/1 land on fp16 subnormals). One shift + one
 // LOP3 gives two values from the nibbles p and p+4 of a 32-bit word: shifting the
 // word left by 12-4p brings nibble p to bits 12..15 and nibble p+4 to bits 28..31,
 // i.e. the top of each 16-bit half; bit 15/31 is then the sign and (x >> 3) puts
-// the magnitude at 9..11 / 25..27. Multiplying by the fp16 block scale (HMUL2) is
-// exact (docs/design.md "Numerics": every e2m1*e4m3*2^-14 is an fp16 value), so each operand carries
-// a factor 2^-14 that the epilogue folds back into alpha (2^28 for the product).
+// the magnitude at 9..11 / 25..27. Multiplying by the fp16 block scale (HMUL2) is exact
+// (docs/design.md "Numerics": every e2m1*e4m3*2^-14 is an fp16 value), so each operand
+// carries a factor 2^-14 that the epilogue folds back into alpha (2^28 for the product).
 //
 // K permutation: the pair decoded from nibbles (p, p+4) of a word is not two
 // adjacent K elements, so both operands use the same permutation of K inside a

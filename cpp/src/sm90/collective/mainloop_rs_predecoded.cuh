@@ -1,6 +1,7 @@
 // Mainloop collective of the sm90a NVFP4 GEMM, pre-decoded path: the token operand was
-// decoded once into an fp16 workspace (kernel/token_predecode.cuh) and arrives by TMA already in
-// the 128-byte-swizzled K-major layout wgmma reads; only the weights are decoded here.
+// decoded once into an fp16 workspace (kernel/token_predecode.cuh) and arrives by TMA
+// already in the 128-byte-swizzled K-major layout wgmma reads; only the weights are
+// decoded here.
 //
 // CTA = 3 warpgroups (384 threads):
 //   WG0 (setmaxnreg 56): warp 0 = producer (lane 0 issues TMA for the packed weight
@@ -214,7 +215,7 @@ struct MainloopRSPredecoded {
     MainloopRS::issue_block<kXAtomBytes>(acc, cur, xbase, fresh);
     const bool more = i + 1 < nkb;
     MainloopRS::WRaw w{};
-    if (more) w = fetch_w(s, c);  // block i+1's bytes while the older group finishes (MainloopRS::consumer_step)
+    if (more) w = fetch_w(s, c);  // block i+1's bytes while the older group finishes
     ptx::wgmma_wait<kFragBuffers - 1>();  // block i+1-kFragBuffers done: its stage and `nxt` are free
 #pragma unroll
     for (int k = 0; k < 32; ++k) ptx::fence_reg(nxt[k]);
@@ -232,8 +233,8 @@ struct MainloopRSPredecoded {
   // segment, with its chain start (kFresh) known at compile time: no branches besides the
   // barrier waits, so the compiler schedules across the whole step (235 instead of 296 SASS
   // instructions per block; 1.5-2.5% faster on the pre-decoded shapes, H100, bench/NOTES.md
-  // "a branch-free steady consumer step"). A separate function rather than compile-time flags on consumer_step: that
-  // form compiled to ~50 more instructions per four blocks.
+  // "a branch-free steady consumer step"). A separate function rather than compile-time
+  // flags on consumer_step: that form compiled to ~50 more instructions per four blocks.
   template <bool kFresh>
   static __device__ __forceinline__ void consumer_step_steady(SharedStorage& s, ConsumerState& c, float (&acc)[64],
                                                               float (&total)[64], uint32_t (&cur)[32],
