@@ -18,6 +18,9 @@ struct Exec {
   int device = 0;                    // the current device is already set to it
   int sm_count = 0;
   int cc_major = 0, cc_minor = 0;
+  // NVFP4_WORKSPACE_CACHED and no caller workspace: a launcher may take scratch of its own
+  // from the library's cache (workspace_cache.hpp) on `stream`.
+  bool cached_workspace = false;
 };
 
 template <class P>

@@ -60,6 +60,7 @@ nvfp4_status_t make_exec(int device, const DeviceProps& props, const nvfp4_exec_
     out->stream = exec->stream;
     out->workspace = exec->workspace;
     out->workspace_bytes = exec->workspace_bytes;
+    out->cached_workspace = exec->workspace_mode == NVFP4_WORKSPACE_CACHED && exec->workspace == nullptr;
   }
   return NVFP4_SUCCESS;
 }

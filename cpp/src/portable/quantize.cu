@@ -16,6 +16,7 @@
 // Numerics are exactly formats.h's recipe (see common.cuh): the CPU backend and
 // these kernels produce identical bytes.
 #include "common/device_cache.hpp"
+#include "workspace_cache.hpp"
 #include "portable/common.cuh"
 #include "portable/launchers.cuh"
 
@@ -162,9 +163,14 @@ RowWalk make_row_walk(int64_t L, int64_t rows, int64_t segs, int sm_count, int c
 
 // Launches a row-walking kernel over L x rows x segs segments (per_cta walkers per CTA),
 // with as many CTAs as fit on the device at once or are needed.
+template <auto Kernel>
+RowWalk row_walk(int64_t L, int64_t rows, int64_t segs, int per_cta, const Exec& exec) {
+  return make_row_walk(L, rows, segs, exec.sm_count, resident_ctas_per_sm<Kernel>(exec.device), per_cta);
+}
+
 template <auto Kernel, class Args>
 void launch_row_walk(const Args& a, int64_t L, int64_t rows, int64_t segs, int per_cta, const Exec& exec) {
-  const RowWalk walk = make_row_walk(L, rows, segs, exec.sm_count, resident_ctas_per_sm<Kernel>(exec.device), per_cta);
+  const RowWalk walk = row_walk<Kernel>(L, rows, segs, per_cta, exec);
   Kernel<<<walk.grid, kThreads, 0, cuda_stream(exec)>>>(a, walk);
 }
 
@@ -200,10 +206,30 @@ struct AmaxArgs {
   const void* x = nullptr;
   int64_t x_rs = 0, x_bs = 0;  // elements
   unsigned* amax_bits = nullptr;  // the global_scale float, zeroed beforehand
+  float* parts = nullptr;         // instead: each CTA's max |x| in parts[blockIdx.x] (no zeroing)
 };
 
-// atomicMax on the bits of |x|: non-negative floats order like their bits, and every
-// NaN (sign cleared) is above +inf, so a NaN anywhere wins, as in the CPU backend.
+// The end of an amax pass: one atomicMax per warp on the bits of |x| into *amax_bits
+// (non-negative floats order like their bits, and every NaN (sign cleared) is above +inf,
+// so a NaN anywhere wins, as in the CPU backend); or, with `parts`, the CTA's maximum
+// (the same bits order) in parts[blockIdx.x], reduced by the quantize pass: no memset
+// before and no finalize launch after it (two stream operations of ~3 µs host each).
+__device__ __forceinline__ void amax_store(const AmaxArgs& a, float m) {
+  const unsigned bits = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(m) & 0x7FFFFFFFu);
+  if (!a.parts) {
+    if ((threadIdx.x & 31) == 0 && bits != 0) atomicMax(a.amax_bits, bits);
+    return;
+  }
+  __shared__ unsigned warp_bits[kThreads / 32];
+  if ((threadIdx.x & 31) == 0) warp_bits[threadIdx.x / 32] = bits;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    unsigned b = 0;
+    for (int w = 0; w < kThreads / 32; ++w) b = max(b, warp_bits[w]);
+    a.parts[blockIdx.x] = __uint_as_float(b);
+  }
+}
+
 template <class T, bool kVec>
 __global__ void __launch_bounds__(kThreads) amax_kernel(const AmaxArgs a) {
   float m = 0.0f;
@@ -214,8 +240,7 @@ __global__ void __launch_bounds__(kThreads) amax_kernel(const AmaxArgs a) {
     load_raw16<T, kVec>(xp + 16, x1);
     m = max_nan(m, max_nan(raw_amax(x0), raw_amax(x1)));
   });
-  const unsigned bits = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(m) & 0x7FFFFFFFu);
-  if ((threadIdx.x & 31) == 0 && bits != 0) atomicMax(a.amax_bits, bits);
+  amax_store(a, m);
 }
 
 // max |x| (NaN wins) of the 16 bytes v of T elements (exact, like raw_amax).
@@ -256,8 +281,7 @@ __global__ void __launch_bounds__(kThreads) amax_rows_kernel(const AmaxArgs a, c
     for (uint32_t u = 0; u < U; ++u)
       if (c0 + u * 32 < pieces) m = max_nan(m, amax_16B<T>(v[u]));
   });
-  const unsigned bits = __reduce_max_sync(0xFFFFFFFFu, __float_as_uint(m) & 0x7FFFFFFFu);
-  if ((threadIdx.x & 31) == 0 && bits != 0) atomicMax(a.amax_bits, bits);
+  amax_store(a, m);
 }
 
 // *gs held amax bits; replace them with the decode global scale.
@@ -279,15 +303,32 @@ struct QuantizeArgs {
   bool blocked = false;
   bool pad_cols = false;       // blocked and K/16 % 4 == 2: two zero columns per row
   const float* gs = nullptr;
-  bool gs_is_amax = false;     // *gs holds amax bits (compute_global_scale)
+  bool gs_is_amax = false;     // *gs holds amax bits (compute_global_scale, atomic amax pass)
+  const float* amax_parts = nullptr;  // or the amax pass's per-CTA maxima (amax_count of them):
+  int amax_count = 0;                 // every CTA reduces them, CTA 0 stores the scale in gs_out
+  float* gs_out = nullptr;
   NibblePack pack = NibblePack::make();
 };
 
+// The decode global scale of a quantize pass (every thread of the CTA calls this first).
+__device__ __forceinline__ float quantize_global_scale(const QuantizeArgs& a) {
+  if (!a.amax_parts) return a.gs_is_amax ? global_scale_from_amax(*a.gs) : *a.gs;
+  __shared__ unsigned warp_bits[kThreads / 32];
+  unsigned bits = 0;
+  for (int i = threadIdx.x; i < a.amax_count; i += kThreads) bits = max(bits, __float_as_uint(a.amax_parts[i]));
+  bits = __reduce_max_sync(0xFFFFFFFFu, bits);
+  if ((threadIdx.x & 31) == 0) warp_bits[threadIdx.x / 32] = bits;
+  __syncthreads();
+  unsigned b = 0;
+  for (int w = 0; w < kThreads / 32; ++w) b = max(b, warp_bits[w]);
+  const float gs = global_scale_from_amax(__uint_as_float(b));
+  if (blockIdx.x == 0 && threadIdx.x == 0) *a.gs_out = gs;  // no CTA reads *gs_out
+  return gs;
+}
+
 template <class T, bool kVec>
 __global__ void __launch_bounds__(kThreads) quantize_kernel(const QuantizeArgs a) {
-  float gs = *a.gs;
-  if (a.gs_is_amax) gs = global_scale_from_amax(gs);
-  const QuantScale qs = make_quant_scale(gs);
+  const QuantScale qs = make_quant_scale(quantize_global_scale(a));
   for_each_item(a.s, [&](int64_t l, int64_t r, uint32_t p) {
     const int64_t c = 2 * int64_t(p);  // first scale column of the item
     uint32_t sf0 = 0, sf1 = 0;         // padding rows (r >= R) get zero scales
@@ -360,8 +401,7 @@ __global__ void __launch_bounds__(kThreads) quantize_rows_kernel(const QuantizeA
   constexpr uint32_t kColStep = (W / 4) * SA::kStep4;  // scale offset between a lane's blocks (W apart)
   static_assert(W % 4 == 0, "walker width");
   const uint32_t lane = threadIdx.x % W;
-  float gs = *a.gs;
-  if (a.gs_is_amax) gs = global_scale_from_amax(gs);
+  const float gs = quantize_global_scale(a);
   const QuantScale qs = make_quant_scale(gs);
   __shared__ float inv_lut[256];  // quant_inv_of(sf, gs) for every scale byte
   fill_inv_lut(inv_lut, gs);
@@ -418,19 +458,37 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
       !make_item_space(p.L, p.rows, p.K, exec.sm_count, resident_ctas_per_sm<amax_kernel<T, kVec>>(exec.device), &am.s))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "quantize (portable): problem too large");
 
+  // Computing the global scale: an amax pass before the quantize pass. With the library's
+  // cached scratch (exec.cached_workspace) its CTAs leave their maxima there and the
+  // quantize pass reduces them (2 launches); else atomics into the zeroed global_scale and a
+  // finalize kernel (memset + 3 launches).
+  ScratchLease parts;  // outlives the launches (a graph allocation is freed after them)
   if (p.compute_global_scale) {
-    NVFP4_CUDA_TRY(cudaMemsetAsync(p.global_scale, 0, sizeof(float), stream));
     am.x = p.x;
     am.x_rs = p.x_row_stride;
     am.x_bs = p.x_batch_stride;
     am.amax_bits = reinterpret_cast<unsigned*>(p.global_scale);
     const int64_t pieces = p.K * int64_t(sizeof(T)) / 16;
-    if (kVec && pieces >= 32 * kAmaxRowsUnroll && pieces < (int64_t(1) << 31)) {
-      launch_row_walk<amax_rows_kernel<T>>(am, p.L, p.rows, ceil_div(pieces, int64_t(32) * kAmaxRowsUnroll),
-                                           kThreads / 32, exec);
+    const bool rows_pass = kVec && pieces >= 32 * kAmaxRowsUnroll && pieces < (int64_t(1) << 31);
+    const RowWalk walk = rows_pass ? row_walk<amax_rows_kernel<T>>(p.L, p.rows,
+                                                                   ceil_div(pieces, int64_t(32) * kAmaxRowsUnroll),
+                                                                   kThreads / 32, exec)
+                                   : RowWalk{};
+    const unsigned grid = rows_pass ? walk.grid : am.s.grid;
+    if (exec.cached_workspace) {
+      const nvfp4_status_t st = parts.acquire(exec.device, stream, size_t(grid) * sizeof(float));
+      if (st != NVFP4_SUCCESS) return st;
+      am.parts = static_cast<float*>(parts.data());
+      a.amax_parts = am.parts;
+      a.amax_count = static_cast<int>(grid);
+      a.gs_out = p.global_scale;
     } else {
-      amax_kernel<T, kVec><<<am.s.grid, kThreads, 0, stream>>>(am);
+      NVFP4_CUDA_TRY(cudaMemsetAsync(p.global_scale, 0, sizeof(float), stream));
     }
+    if (rows_pass)
+      amax_rows_kernel<T><<<walk.grid, kThreads, 0, stream>>>(am, walk);
+    else
+      amax_kernel<T, kVec><<<am.s.grid, kThreads, 0, stream>>>(am);
     NVFP4_CHECK_LAUNCH();
   }
 
@@ -448,7 +506,7 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
   a.blocked = blocked;
   a.pad_cols = blocked && (p.K / kSfVec) % 4 != 0;
   a.gs = p.global_scale;
-  a.gs_is_amax = p.compute_global_scale;
+  a.gs_is_amax = p.compute_global_scale && !a.amax_parts;
   bool launched = false;
   if constexpr (kVec && kQuantRowsUnroll<T> > 0) {
     constexpr int W = kQuantRowsWalker;
@@ -467,7 +525,7 @@ nvfp4_status_t launch_quantize_typed(const QuantizeProblem& p, const Exec& exec)
   if (!launched) quantize_kernel<T, kVec><<<a.s.grid, kThreads, 0, stream>>>(a);
   NVFP4_CHECK_LAUNCH();
 
-  if (p.compute_global_scale) {
+  if (a.gs_is_amax) {
     finalize_global_scale_kernel<<<1, 1, 0, stream>>>(p.global_scale);
     NVFP4_CHECK_LAUNCH();
   }
