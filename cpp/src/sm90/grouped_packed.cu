@@ -135,26 +135,18 @@ __global__ void __launch_bounds__(MainloopPre::kThreads, 1)
   predecoded_tile(s, tm, q, PredecodedTileOrigin{w0, t.x0, t.m_begin + t.x0, t.g, 0, 0, 0, q.num_kb, 1, 0});
 }
 
-// What grouped_gemm_packed(p) refuses (NOT_SUPPORTED, with the reason: `why`) before it
-// launches anything; the weights' tensor maps and scale-load mode are encoded on the way.
-nvfp4_status_t check_packed(const PackedGroupedGemmProblem& p, const Exec& exec, PackedPlan* plan,
-                            CUtensorMap* tmap_w, CUtensorMap* tmap_sfw, const char** why) {
-  *why = nullptr;
-  if (exec.cc_major != 9 || exec.cc_minor != 0) *why = "sm90a grouped gemm packed: needs a CC 9.0 device";
-  if (*why == nullptr) {
-    *plan = plan_packed(p);
-    *why = plan->unsupported;
-  }
-  if (*why == nullptr && !plan->empty) {
-    if (!encode_fp4_map(tmap_w, p.b, p.N, p.K, p.G)) {
-      *why = "sm90a grouped gemm packed: TMA cannot take the weights";
-    } else {
-      *tmap_sfw = *tmap_w;  // placeholder unless kScaleTma
-      if (plan->sf_mode == kScaleTma && !encode_linear_sf_map(tmap_sfw, p.sfb, p.N, p.K, p.G))
-        plan->sf_mode = plan->sf_mode_without_tma;
-    }
-  }
-  return *why == nullptr ? NVFP4_SUCCESS : NVFP4_ERROR_NOT_SUPPORTED;
+// Why grouped_gemm_packed(p) leaves p to the next backend (nullptr: it runs p); launches
+// nothing. The plan, the weights' tensor maps and their scale-load mode are set on the way.
+const char* packed_refusal(const PackedGroupedGemmProblem& p, const Exec& exec, PackedPlan* plan,
+                           CUtensorMap* tmap_w, CUtensorMap* tmap_sfw) {
+  if (exec.cc_major != 9 || exec.cc_minor != 0) return "sm90a grouped gemm packed: needs a CC 9.0 device";
+  *plan = plan_packed(p);
+  if (plan->unsupported != nullptr || plan->empty) return plan->unsupported;
+  if (!encode_fp4_map(tmap_w, p.b, p.N, p.K, p.G)) return "sm90a grouped gemm packed: TMA cannot take the weights";
+  *tmap_sfw = *tmap_w;  // placeholder unless kScaleTma
+  if (plan->sf_mode == kScaleTma && !encode_linear_sf_map(tmap_sfw, p.sfb, p.N, p.K, p.G))
+    plan->sf_mode = plan->sf_mode_without_tma;
+  return nullptr;
 }
 
 }  // namespace
@@ -162,16 +154,14 @@ nvfp4_status_t check_packed(const PackedGroupedGemmProblem& p, const Exec& exec,
 size_t grouped_gemm_packed_workspace(const PackedGroupedGemmProblem& p, const Exec& exec) {
   PackedPlan plan;
   CUtensorMap w, sfw;
-  const char* why;
-  if (check_packed(p, exec, &plan, &w, &sfw, &why) != NVFP4_SUCCESS) return 0;  // the next backend runs it
+  if (packed_refusal(p, exec, &plan, &w, &sfw) != nullptr) return 0;  // the next backend runs it: no scratch
   return plan.empty ? 0 : plan.workspace_bytes;
 }
 
 nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec& exec) {
   PackedPlan plan;
   CUtensorMap tmap_w, tmap_sfw, tmap_xh;
-  const char* why;
-  if (check_packed(p, exec, &plan, &tmap_w, &tmap_sfw, &why) != NVFP4_SUCCESS)
+  if (const char* why = packed_refusal(p, exec, &plan, &tmap_w, &tmap_sfw))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", why);
   if (plan.empty) return NVFP4_SUCCESS;
   if (exec.workspace == nullptr || exec.workspace_bytes < plan.workspace_bytes || !aligned(exec.workspace, 256))
