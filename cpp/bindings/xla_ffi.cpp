@@ -492,7 +492,7 @@ struct OnCuda {
 #define NVFP4_RET Ret<ffi::AnyBuffer>()
 #define NVFP4_STR(name) Attr<std::string_view>(name)
 
-#define NVFP4_GEMV_SIG(B)                                                                             \
+#define NVFP4_FFI_GEMV_SIG(B)                                                                             \
   B.NVFP4_ARG.NVFP4_ARG.NVFP4_ARG.NVFP4_ARG.RemainingArgs().NVFP4_RET.RemainingRets()                 \
       .NVFP4_STR("sf_layout").Attr<float>("alpha").Attr<bool>("alpha_operand").NVFP4_STR("backend")
 #define NVFP4_DUAL_SIG(B)                                                                              \
@@ -518,8 +518,8 @@ struct OnCuda {
   XLA_FFI_DEFINE_HANDLER_SYMBOL(nvfp4_xla_##op##_cuda, OnCuda<&op##_impl>{}, SIG(NVFP4_CUDA), \
                                 {ffi::Traits::kCmdBufferCompatible});
 
-NVFP4_DEFINE_HANDLERS(gemv, NVFP4_GEMV_SIG)
-NVFP4_DEFINE_HANDLERS(gemm, NVFP4_GEMV_SIG)
+NVFP4_DEFINE_HANDLERS(gemv, NVFP4_FFI_GEMV_SIG)
+NVFP4_DEFINE_HANDLERS(gemm, NVFP4_FFI_GEMV_SIG)
 NVFP4_DEFINE_HANDLERS(dual_gemm, NVFP4_DUAL_SIG)
 NVFP4_DEFINE_HANDLERS(grouped_gemm, NVFP4_GROUPED_SIG)
 NVFP4_DEFINE_HANDLERS(grouped_gemm_packed, NVFP4_PACKED_SIG)

@@ -389,7 +389,7 @@ class Quantize(Problem):
         x = t.randn(self.M, self.K, dtype=t.bfloat16, device=h.device)
         # float32 division, correctly rounded, as the library does (a CUDA tensor divided by a
         # Python scalar is multiplied by its reciprocal: one ulp off for some amax, which made
-        # the reference quantize a few blocks differently; seen on an H200, session 4)
+        # the reference quantize a few blocks differently; seen on an H200)
         import numpy as np
 
         amax = np.float32(float(x.abs().max()))

@@ -4,7 +4,7 @@ Method (docs/design.md, "Delivered speed"; bench/README.md, "Timing and checking
 - warm up first (module load, cuBLAS handles, first-touch allocations stay out), and then
   run the timed batch itself for warmup_ms (25 ms, as triton's do_bench) so that the GPU's
   clocks have settled: with only a few launches of warm-up, the first implementation timed
-  in a case ran its first ~7 ms of batches up to 15% slow on an H100 (session 5);
+  in a case ran its first ~7 ms of batches up to 15% slow on an H100;
 - launch back-to-back, rotating over input sets that together exceed the L2 cache
   (ROTATE_BYTES), so every launch reads its operands from HBM as in a real model;
 - capture one batch of launches in a CUDA graph and time its replays with CUDA events,

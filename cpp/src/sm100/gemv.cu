@@ -4,7 +4,7 @@
 // blocks). The packed values are widened with the sm100 conversion instructions
 //   cvt.rn.f16x2.e2m1x2  (one byte = two e2m1 -> two exact fp16)
 //   cvt.rn.f16x2.e4m3x2  (two scale bytes -> two exact fp16)
-// Exactness (DESIGN §3): a product of two e2m1 values is a multiple of 1/4 up to 36,
+// Exactness (docs/design.md, "Numerics"): a product of two e2m1 values is a multiple of 1/4 up to 36,
 // so a chain of 8 HFMA2 products per fp16 lane (max 288 < 2048 quarter steps) is
 // exact; each 16-element block's partial sum is then widened to fp32, multiplied by
 // sfa*sfb (exact in fp32) and accumulated in fp32.

@@ -1,7 +1,7 @@
 // Index arithmetic of the scale preparation kernels (scales.cu, grouped.cu), as
 // host+device functions so that tests/sm100_host runs the very same code on the CPU.
 //
-// The blocked layout (DESIGN §1, formats.h blocked_sf_offset) seen as 32-bit words:
+// The blocked layout (docs/design.md "Formats and layouts", formats.h blocked_sf_offset) seen as 32-bit words:
 // a 512-byte tile holds 128 rows x 4 scale columns; the word of row r (4 consecutive
 // scale columns) is word (r%32)*4 + (r%128)/32 of its tile. Tiles are ordered
 // row-tile-major: tile = (r/128) * tiles_k + c/4.

@@ -87,16 +87,16 @@ __device__ __forceinline__ void decode_w_fragments(const uint4& a, const uint4& 
 __device__ __forceinline__ void decode_x_half(const uint32_t (&q)[4][2], const uint32_t (&sc2)[4], uint4 (&out)[8]) {
 #pragma unroll
   for (int wl = 0; wl < 2; ++wl) {
-#define NVFP4_SM90_XCHUNK(P)                              \
+#define DECODE_XCHUNK(P)                              \
   out[4 * wl + P].x = decode_pair<P>(q[0][wl], sc2[0]); \
   out[4 * wl + P].y = decode_pair<P>(q[1][wl], sc2[1]); \
   out[4 * wl + P].z = decode_pair<P>(q[2][wl], sc2[2]); \
   out[4 * wl + P].w = decode_pair<P>(q[3][wl], sc2[3]);
-    NVFP4_SM90_XCHUNK(0)
-    NVFP4_SM90_XCHUNK(1)
-    NVFP4_SM90_XCHUNK(2)
-    NVFP4_SM90_XCHUNK(3)
-#undef NVFP4_SM90_XCHUNK
+    DECODE_XCHUNK(0)
+    DECODE_XCHUNK(1)
+    DECODE_XCHUNK(2)
+    DECODE_XCHUNK(3)
+#undef DECODE_XCHUNK
   }
 }
 
