@@ -248,45 +248,45 @@ ffi::Error attach_workspace(const Env& env, std::optional<ffi::AnyBuffer> ws, Qu
 
 // ---- ops ------------------------------------------------------------------
 
+// The operands, alpha, layout and exec of a gemv or gemm call.
+struct GemmArgs {
+  nvfp4_tensor_t a, sfa, b, sfb, out;
+  nvfp4_scalar_t alpha;
+  nvfp4_sf_layout_t layout;
+  nvfp4_exec_t exec;
+};
+
+ffi::Error gemm_args(Env& env, ffi::AnyBuffer a, ffi::AnyBuffer sfa, ffi::AnyBuffer b, ffi::AnyBuffer sfb,
+                     ffi::RemainingArgs extra, ffi::Result<ffi::AnyBuffer> out, std::string_view sf_layout,
+                     float alpha, bool alpha_operand, std::string_view backend, GemmArgs* g) {
+  NVFP4_FFI_TRY(to_tensor(env, a, "a", &g->a));
+  NVFP4_FFI_TRY(to_tensor(env, sfa, "sfa", &g->sfa));
+  NVFP4_FFI_TRY(to_tensor(env, b, "b", &g->b));
+  NVFP4_FFI_TRY(to_tensor(env, sfb, "sfb", &g->sfb));
+  NVFP4_FFI_TRY(to_tensor(env, *out, "out", &g->out));
+  size_t next = 0;
+  NVFP4_FFI_TRY(scalar(env, alpha, alpha_operand, extra, &next, "alpha", &g->alpha));
+  NVFP4_FFI_TRY(layout_attr(sf_layout, &g->layout));
+  return make_exec(env, backend, &g->exec);
+}
+
 ffi::Error gemv_impl(Env& env, ffi::AnyBuffer a, ffi::AnyBuffer sfa, ffi::AnyBuffer b, ffi::AnyBuffer sfb,
                      ffi::RemainingArgs extra, ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets /*unused*/,
                      std::string_view sf_layout, float alpha, bool alpha_operand, std::string_view backend) {
-  nvfp4_tensor_t ta, tsa, tb, tsb, to;
-  NVFP4_FFI_TRY(to_tensor(env, a, "a", &ta));
-  NVFP4_FFI_TRY(to_tensor(env, sfa, "sfa", &tsa));
-  NVFP4_FFI_TRY(to_tensor(env, b, "b", &tb));
-  NVFP4_FFI_TRY(to_tensor(env, sfb, "sfb", &tsb));
-  NVFP4_FFI_TRY(to_tensor(env, *out, "out", &to));
-  size_t next = 0;
-  nvfp4_scalar_t s;
-  NVFP4_FFI_TRY(scalar(env, alpha, alpha_operand, extra, &next, "alpha", &s));
-  nvfp4_sf_layout_t layout;
-  NVFP4_FFI_TRY(layout_attr(sf_layout, &layout));
-  nvfp4_exec_t exec;
-  NVFP4_FFI_TRY(make_exec(env, backend, &exec));
-  return check(nvfp4_gemv(&ta, &tsa, &tb, &tsb, s, layout, &to, &exec));
+  GemmArgs g;
+  NVFP4_FFI_TRY(gemm_args(env, a, sfa, b, sfb, extra, out, sf_layout, alpha, alpha_operand, backend, &g));
+  return check(nvfp4_gemv(&g.a, &g.sfa, &g.b, &g.sfb, g.alpha, g.layout, &g.out, &g.exec));
 }
 
 ffi::Error gemm_impl(Env& env, ffi::AnyBuffer a, ffi::AnyBuffer sfa, ffi::AnyBuffer b, ffi::AnyBuffer sfb,
                      ffi::RemainingArgs extra, ffi::Result<ffi::AnyBuffer> out, ffi::RemainingRets ws,
                      std::string_view sf_layout, float alpha, bool alpha_operand, std::string_view backend) {
-  nvfp4_tensor_t ta, tsa, tb, tsb, to;
-  NVFP4_FFI_TRY(to_tensor(env, a, "a", &ta));
-  NVFP4_FFI_TRY(to_tensor(env, sfa, "sfa", &tsa));
-  NVFP4_FFI_TRY(to_tensor(env, b, "b", &tb));
-  NVFP4_FFI_TRY(to_tensor(env, sfb, "sfb", &tsb));
-  NVFP4_FFI_TRY(to_tensor(env, *out, "out", &to));
-  size_t next = 0;
-  nvfp4_scalar_t s;
-  NVFP4_FFI_TRY(scalar(env, alpha, alpha_operand, extra, &next, "alpha", &s));
-  nvfp4_sf_layout_t layout;
-  NVFP4_FFI_TRY(layout_attr(sf_layout, &layout));
-  nvfp4_exec_t exec;
-  NVFP4_FFI_TRY(make_exec(env, backend, &exec));
+  GemmArgs g;
+  NVFP4_FFI_TRY(gemm_args(env, a, sfa, b, sfb, extra, out, sf_layout, alpha, alpha_operand, backend, &g));
   NVFP4_FFI_TRY(attach_workspace(env, optional_ret(ws, 0), [&](const nvfp4_exec_t* e, size_t* bytes) {
-    return nvfp4_gemm_workspace_size(&ta, &tsa, &tb, &tsb, layout, &to, e, bytes);
-  }, &exec));
-  return check(nvfp4_gemm(&ta, &tsa, &tb, &tsb, s, layout, &to, &exec));
+    return nvfp4_gemm_workspace_size(&g.a, &g.sfa, &g.b, &g.sfb, g.layout, &g.out, e, bytes);
+  }, &g.exec));
+  return check(nvfp4_gemm(&g.a, &g.sfa, &g.b, &g.sfb, g.alpha, g.layout, &g.out, &g.exec));
 }
 
 ffi::Error dual_gemm_impl(Env& env, ffi::AnyBuffer a, ffi::AnyBuffer sfa, ffi::AnyBuffer b1, ffi::AnyBuffer sfb1,
