@@ -488,32 +488,28 @@ def blocked_scale_bytes(rows, k):
     return ((rows + 127) // 128 * 128) * ((k // 16 + 3) // 4 * 4)
 
 
-@_substitute(_ops.gemv)
-def gemv(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", out=None, stream=None,
-         backend="auto"):
-    av = _scalar(alpha)
-    if (stream is not None or av is None or not _tensors(a, sfa, b, sfb) or not _strs(sf_layout, out_dtype, backend)
-            or not (out is None or isinstance(out, torch.Tensor))):
-        return _call_eager("gemv", a, sfa, b, sfb, alpha=alpha, sf_layout=sf_layout, out_dtype=out_dtype, out=out,
-                           stream=stream, backend=backend)
-    if out is None:
-        return torch.ops.nvfp4.gemv(a, sfa, b, sfb, av[0], av[1], sf_layout, out_dtype, backend)
-    torch.ops.nvfp4.gemv_out(a, sfa, b, sfb, av[0], av[1], sf_layout, out_dtype, backend, out)
-    return out
+def _gemm_like(name):
+    """The traceable gemv / gemm (the same arguments; only the operator differs)."""
+    op, op_out = getattr(torch.ops.nvfp4, name), getattr(torch.ops.nvfp4, name + "_out")
+
+    def fn(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", out=None, stream=None,
+           backend="auto"):
+        av = _scalar(alpha)
+        if (stream is not None or av is None or not _tensors(a, sfa, b, sfb)
+                or not _strs(sf_layout, out_dtype, backend) or not (out is None or isinstance(out, torch.Tensor))):
+            return _call_eager(name, a, sfa, b, sfb, alpha=alpha, sf_layout=sf_layout, out_dtype=out_dtype, out=out,
+                               stream=stream, backend=backend)
+        if out is None:
+            return op(a, sfa, b, sfb, av[0], av[1], sf_layout, out_dtype, backend)
+        op_out(a, sfa, b, sfb, av[0], av[1], sf_layout, out_dtype, backend, out)
+        return out
+
+    fn.__name__ = fn.__qualname__ = name
+    return fn
 
 
-@_substitute(_ops.gemm)
-def gemm(a, sfa, b, sfb, *, alpha=1.0, sf_layout="linear", out_dtype="float16", out=None, stream=None,
-         backend="auto"):
-    av = _scalar(alpha)
-    if (stream is not None or av is None or not _tensors(a, sfa, b, sfb) or not _strs(sf_layout, out_dtype, backend)
-            or not (out is None or isinstance(out, torch.Tensor))):
-        return _call_eager("gemm", a, sfa, b, sfb, alpha=alpha, sf_layout=sf_layout, out_dtype=out_dtype, out=out,
-                           stream=stream, backend=backend)
-    if out is None:
-        return torch.ops.nvfp4.gemm(a, sfa, b, sfb, av[0], av[1], sf_layout, out_dtype, backend)
-    torch.ops.nvfp4.gemm_out(a, sfa, b, sfb, av[0], av[1], sf_layout, out_dtype, backend, out)
-    return out
+gemv = _substitute(_ops.gemv)(_gemm_like("gemv"))
+gemm = _substitute(_ops.gemm)(_gemm_like("gemm"))
 
 
 @_substitute(_ops.dual_gemm)
