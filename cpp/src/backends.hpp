@@ -3,8 +3,9 @@
 // chain (dispatch.cpp: sm100a -> portable, sm90a -> portable, portable): the first backend
 // whose entry is non-null and does not answer NVFP4_ERROR_NOT_SUPPORTED runs the op.
 // A backend answering NOT_SUPPORTED must not have touched any memory.
-// Adding a backend = new folder + one BackendOps table + its declaration below + its place
-// in backend_chain (dispatch.cpp); docs/design.md, "Adding an op or a backend".
+// Adding a backend = new folder (entries declared in its launchers.hpp, named after the
+// BackendOps fields) + one BackendOps table + its declaration below + its place in
+// backend_chain (dispatch.cpp); docs/design.md, "Adding an op or a backend".
 #pragma once
 
 #include "problem.hpp"

@@ -1,12 +1,12 @@
 // The portable backend's BackendOps table: simple CUDA kernels for every op on any
 // GPU of compute capability >= 8.0. It is the fallback behind the sm90a / sm100a
 // fast paths and their on-GPU correctness oracle.
-#include "portable/launchers.cuh"
+#include "portable/launchers.hpp"
 
 namespace nvfp4 {
-namespace {
-size_t portable_gemm_workspace(const GemmProblem&, const Exec&) { return 0; }
-}  // namespace
+namespace portable {
+size_t gemm_workspace(const GemmProblem&, const Exec&) { return 0; }
+}  // namespace portable
 
 const BackendOps* portable_backend() {
   static const BackendOps ops = [] {
@@ -14,7 +14,7 @@ const BackendOps* portable_backend() {
     o.id = NVFP4_BACKEND_PORTABLE;
     o.gemv = portable::gemv;
     o.gemm = portable::gemm;
-    o.gemm_workspace = portable_gemm_workspace;
+    o.gemm_workspace = portable::gemm_workspace;
     o.dual_gemm = portable::dual_gemm;
     o.grouped_gemm = portable::grouped_gemm;
     o.grouped_gemm_packed = portable::grouped_gemm_packed;

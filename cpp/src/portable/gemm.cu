@@ -7,7 +7,7 @@
 // into shared memory) only keeps it from being absurdly slow.
 #include "common/activation.hpp"
 #include "portable/common.cuh"
-#include "portable/launchers.cuh"
+#include "portable/launchers.hpp"
 
 namespace nvfp4 {
 namespace portable {

@@ -18,7 +18,7 @@
 #include "common/device_cache.hpp"
 #include "workspace_cache.hpp"
 #include "portable/common.cuh"
-#include "portable/launchers.cuh"
+#include "portable/launchers.hpp"
 
 namespace nvfp4 {
 namespace portable {

@@ -11,7 +11,7 @@
 // thread moves four 4-byte row pieces. Padding rows/columns are written as zero on
 // swizzle and skipped on unswizzle. K/16 may be any positive count here (odd too).
 #include "portable/common.cuh"
-#include "portable/launchers.cuh"
+#include "portable/launchers.hpp"
 
 namespace nvfp4 {
 namespace portable {

@@ -10,11 +10,10 @@
 // Every entry answers NVFP4_ERROR_NOT_SUPPORTED before launching anything when a
 // CUTLASS constraint is not met (plan.hpp), so the dispatcher falls back cleanly.
 // Scratch comes from the caller's workspace only; the sizes are the *_workspace
-// functions below (gemm's is wired into BackendOps; dual/grouped ones are exported
-// for the C ABI query).
+// entries (launchers.hpp), wired into BackendOps like the launchers.
 #include "../common/cuda_check.hpp"
 #include "kernels.hpp"
-#include "workspace.hpp"
+#include "launchers.hpp"
 
 namespace nvfp4 {
 namespace sm100 {
@@ -64,7 +63,9 @@ void point_scales_at(DenseGemmArgs& g, const GemmProblem& p, const GemmWorkspace
   }
 }
 
-nvfp4_status_t gemm_entry(const GemmProblem& p, const Exec& exec) {
+}  // namespace
+
+nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) {
   if (const char* why = gemm_unsupported(p)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a gemm: %s", why);
   const GemmConfig cfg = choose_gemm_config(p.M, p.N, p.L, exec.sm_count);
   DenseGemmArgs g = dense_args(p, exec);
@@ -94,6 +95,8 @@ nvfp4_status_t gemm_entry(const GemmProblem& p, const Exec& exec) {
   if (st != NVFP4_SUCCESS) return st;
   return cfg == GemmConfig::k2SmPersistent ? gemm_2sm_run(g, w.cutlass, stream) : gemm_1sm_run(g, w.cutlass, stream);
 }
+
+namespace {
 
 // ---------------------------------------------------------------------------
 // Dual GEMM (dual.cu / dual_kernel.cuh: one kernel, two TMEM accumulators)
@@ -141,7 +144,9 @@ void add_swizzle_job(SwizzleBatch& jobs, void* dst, const ScaleOperand& s, int64
   j.src[0] = ScaleSource{s.data, s.layout, s.row_stride, s.batch_stride};
 }
 
-nvfp4_status_t dual_entry(const DualGemmProblem& p, const Exec& exec) {
+}  // namespace
+
+nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec) {
   if (const char* why = dual_unsupported(p)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm100a dual gemm: %s", why);
   const DualWorkspace w = carve_dual_workspace(exec.workspace, p);
   if (w.required > 0 && (!exec.workspace || exec.workspace_bytes < w.required))
@@ -161,16 +166,14 @@ nvfp4_status_t dual_entry(const DualGemmProblem& p, const Exec& exec) {
   return dual_run(g, stream);
 }
 
-}  // namespace
-
-size_t gemm_workspace_size(const GemmProblem& p, const Exec& exec) {
+size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
   // Problems this backend leaves to the next one need nothing from the caller.
   if (gemm_shape_unsupported(p)) return 0;
   const GemmConfig cfg = choose_gemm_config(p.M, p.N, p.L, exec.sm_count);
   return carve_gemm_workspace(nullptr, p, gemm_cutlass_workspace(cfg, dense_args(p, exec))).required;
 }
 
-size_t dual_gemm_workspace_size(const DualGemmProblem& p, const Exec&) {
+size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec&) {
   if (dual_unsupported(p)) return 0;
   return carve_dual_workspace(nullptr, p).required;
 }
@@ -182,14 +185,14 @@ const BackendOps* sm100a_backend() {
     BackendOps o;
     o.id = NVFP4_BACKEND_SM100A;
     o.gemv = sm100::gemv;
-    o.gemm = sm100::gemm_entry;
-    o.gemm_workspace = sm100::gemm_workspace_size;
-    o.dual_gemm = sm100::dual_entry;
-    o.dual_gemm_workspace = sm100::dual_gemm_workspace_size;
+    o.gemm = sm100::gemm;
+    o.gemm_workspace = sm100::gemm_workspace;
+    o.dual_gemm = sm100::dual_gemm;
+    o.dual_gemm_workspace = sm100::dual_gemm_workspace;
     o.grouped_gemm = sm100::grouped_gemm;
-    o.grouped_gemm_workspace = sm100::grouped_workspace_size;
+    o.grouped_gemm_workspace = sm100::grouped_gemm_workspace;
     o.grouped_gemm_packed = sm100::grouped_gemm_packed;
-    o.grouped_gemm_packed_workspace = sm100::grouped_packed_workspace_size;
+    o.grouped_gemm_packed_workspace = sm100::grouped_gemm_packed_workspace;
     return o;
   }();
   return &ops;

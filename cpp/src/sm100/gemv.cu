@@ -18,6 +18,7 @@
 #include "../common/cuda_check.hpp"
 #include "../common/formats.h"
 #include "kernels.hpp"
+#include "launchers.hpp"
 
 namespace nvfp4::sm100 {
 namespace {

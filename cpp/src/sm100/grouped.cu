@@ -13,6 +13,7 @@
 // Linear scales (and blocked ones whose K % 64 != 0, plan.hpp) are copied to the
 // blocked layout in the workspace first.
 #include "gemm_cutlass.cuh"
+#include "launchers.hpp"
 #include "scale_map.hpp"
 
 #include <cutlass/gemm/group_array_problem_shape.hpp>
@@ -255,7 +256,7 @@ const char* grouped_unsupported(const GroupedGemmProblem& p) {
 }
 }  // namespace
 
-size_t grouped_workspace_size(const GroupedGemmProblem& p, const Exec& exec) {
+size_t grouped_gemm_workspace(const GroupedGemmProblem& p, const Exec& exec) {
   const char* why = grouped_unsupported(p);
   const size_t cutlass_ws = why ? 0 : grouped_cutlass_workspace(p.count, exec.sm_count, exec.device);
   return required_or_zero(carve_grouped_workspace(nullptr, p, group_table_sizes(), cutlass_ws).required, why);
@@ -328,7 +329,7 @@ nvfp4_status_t grouped_gemm(const GroupedGemmProblem& p, const Exec& exec) {
 // ---------------------------------------------------------------------------
 // Packed (MoE) API
 // ---------------------------------------------------------------------------
-size_t grouped_packed_workspace_size(const PackedGroupedGemmProblem& p, const Exec& exec) {
+size_t grouped_gemm_packed_workspace(const PackedGroupedGemmProblem& p, const Exec& exec) {
   const char* why = packed_unsupported(p);
   const size_t cutlass_ws = why ? 0 : grouped_cutlass_workspace(p.G, exec.sm_count, exec.device);
   return required_or_zero(carve_packed_workspace(nullptr, p, group_table_sizes(), cutlass_ws).required, why);

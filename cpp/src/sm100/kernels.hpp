@@ -1,5 +1,5 @@
-// Internal interface between the sm100a backend table (backend.cu) and the
-// translation units that instantiate the CUTLASS kernels. CUTLASS-free on purpose:
+// Internal interface between the sm100a backend's entries (launchers.hpp, backend.cu)
+// and the translation units that instantiate the CUTLASS kernels. CUTLASS-free on purpose:
 // backend.cu stays cheap to compile and each heavy kernel lives in its own .cu.
 #pragma once
 
@@ -9,7 +9,6 @@
 
 #include "../backends.hpp"
 #include "plan.hpp"
-#include "workspace.hpp"
 
 namespace nvfp4::sm100 {
 
@@ -82,13 +81,6 @@ nvfp4_status_t dual_run(const DualGemmArgs& g, cudaStream_t stream);
 // grouped.cu: pointer-array persistent kernel (1 SM, 128x128x256), fp16/bf16 output.
 GroupTableSizes group_table_sizes();
 size_t grouped_cutlass_workspace(int groups, int sm_count, int device);
-
-// Full entries (they plan, prepare tables and scales, and launch).
-nvfp4_status_t grouped_gemm(const GroupedGemmProblem& p, const Exec& exec);
-nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec& exec);
-
-// gemv.cu: CUDA-core GEMV with the sm100 fp4/fp8 -> f16x2 conversions.
-nvfp4_status_t gemv(const GemmProblem& p, const Exec& exec);
 
 // scales.cu: linear/blocked -> blocked copies into the workspace.
 struct ScaleSource {
