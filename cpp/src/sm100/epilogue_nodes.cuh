@@ -17,16 +17,15 @@
 #include <cutlass/numeric_conversion.h>
 #include <cutlass/epilogue/fusion/sm90_visitor_tma_warpspecialized.hpp>
 
+#include "../common/activation.hpp"
 #include "kernels.hpp"
 
 namespace nvfp4::sm100 {
 
+// The formulas of common/activation.hpp (every backend's), in the argument order of the
+// epilogues here.
 CUTLASS_HOST_DEVICE float dual_activation(float x, int activation) {
-  if (activation == NVFP4_ACT_GELU_TANH) {
-    constexpr float kSqrt2OverPi = 0.7978845608028654f;
-    return 0.5f * x * (1.0f + tanhf(kSqrt2OverPi * (x + 0.044715f * x * x * x)));
-  }
-  return x / (1.0f + expf(-x));  // silu
+  return nvfp4::activation(static_cast<nvfp4_activation_t>(activation), x);
 }
 
 // 16-bit pattern of the output value (RNE, like every other backend's stores).

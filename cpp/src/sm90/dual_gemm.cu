@@ -20,6 +20,7 @@
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include "../common/activation.hpp"
 #include "../common/cuda_check.hpp"
 #include "gemm_parts.hpp"
 #include "launch.hpp"
@@ -33,12 +34,6 @@ constexpr size_t kScratchBudget = size_t{256} << 20;  // the two fp32 products
 constexpr size_t kAlign = 256;
 
 size_t round_up(size_t x) { return (x + kAlign - 1) / kAlign * kAlign; }
-
-// The same formulas as the portable kernel (portable/gemm.cu), so both backends agree.
-__device__ __forceinline__ float activation(nvfp4_activation_t act, float x) {
-  if (act == NVFP4_ACT_GELU_TANH) return 0.5f * x * (1.0f + tanhf(0.7978845608f * (x + 0.044715f * x * x * x)));
-  return x / (1.0f + expf(-x));  // silu
-}
 
 struct CombineArgs {
   const float* h1;  // [L][rows][N] fp32, alpha1 applied
