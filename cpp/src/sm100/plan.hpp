@@ -9,6 +9,7 @@
 
 #include <initializer_list>
 
+#include "../common/align.hpp"
 #include "../common/formats.h"
 #include "../problem.hpp"
 
@@ -19,7 +20,6 @@ namespace nvfp4::sm100 {
 constexpr size_t kRegionAlign = 256;
 
 inline size_t align_up(size_t v, size_t a) { return (v + a - 1) / a * a; }
-inline bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
 inline bool fits_int32(int64_t v) { return v >= 0 && v <= INT32_MAX; }
 
 // Lays regions out one after another. Used twice with the same sequence of take()
@@ -69,7 +69,7 @@ enum class GemmConfig : int {
 // Everything TMA needs: 16-byte aligned bases, 16-byte multiple row/batch strides,
 // a contiguous output row whose length is a multiple of 16 bytes.
 inline const char* fp4_operand_unsupported(const Fp4Operand& op, int64_t L) {
-  if (!aligned16(op.data)) return "fp4 operand pointer not 16-byte aligned";
+  if (!is_aligned(op.data, 16)) return "fp4 operand pointer not 16-byte aligned";
   if (op.row_stride % 16 != 0) return "fp4 operand row stride not a multiple of 16 bytes";
   if (L > 1 && op.batch_stride % 16 != 0) return "fp4 operand batch stride not a multiple of 16 bytes";
   return nullptr;
@@ -79,7 +79,7 @@ inline int64_t dtype_bytes(DType d) { return d == DType::kFloat32 ? 4 : 2; }
 
 inline const char* out_unsupported(const OutOperand& c, int64_t N, int64_t L, int64_t out_elem_bytes_per_n) {
   // out_elem_bytes_per_n: bytes of output written per output column (2 for fp16/bf16).
-  if (!aligned16(c.data)) return "output pointer not 16-byte aligned";
+  if (!is_aligned(c.data, 16)) return "output pointer not 16-byte aligned";
   if (N > 1 && c.col_stride != 1) return "output is not row-major (column stride != 1)";
   const int64_t eb = dtype_bytes(c.dtype);
   if ((N * out_elem_bytes_per_n) % 16 != 0) return "output row length not a multiple of 16 bytes (N % 8 for 16-bit outputs)";
@@ -103,7 +103,7 @@ inline const char* blocked_scales_unsupported(const ScaleOperand& s, int64_t L, 
       return "blocked scales not 4-byte aligned";
     return nullptr;
   }
-  if (!aligned16(s.data)) return "blocked scale pointer not 16-byte aligned";
+  if (!is_aligned(s.data, 16)) return "blocked scale pointer not 16-byte aligned";
   if (L > 1 && (s.batch_stride % 16 != 0 || !fits_int32(s.batch_stride)))
     return "blocked scale batch stride not a multiple of 16 bytes or above 2^31";
   return nullptr;
@@ -317,9 +317,9 @@ inline PackedWorkspace carve_packed_workspace(void* base, const PackedGroupedGem
 // GEMV (CUDA cores, 16-byte loads)
 // ---------------------------------------------------------------------------
 inline const char* gemv_unsupported(const GemmProblem& p) {
-  if (!aligned16(p.a.data) || p.a.row_stride % 16 || (p.L > 1 && p.a.batch_stride % 16))
+  if (!is_aligned(p.a.data, 16) || p.a.row_stride % 16 || (p.L > 1 && p.a.batch_stride % 16))
     return "a not 16-byte aligned";
-  if (!aligned16(p.b.data) || (p.L > 1 && p.b.batch_stride % 16)) return "b not 16-byte aligned";
+  if (!is_aligned(p.b.data, 16) || (p.L > 1 && p.b.batch_stride % 16)) return "b not 16-byte aligned";
   // two scale bytes are read at once (K/16 is even)
   auto sf_ok = [&](const ScaleOperand& s) {
     if (reinterpret_cast<uintptr_t>(s.data) & 1u) return false;

@@ -111,7 +111,7 @@ nvfp4_status_t device_numbers(const Exec& exec, GemmDeviceNumbers* d) {
 
 // Bytes of exec's workspace the pre-decoded path may use (it wants 256-byte alignment).
 size_t usable_workspace(const Exec& exec) {
-  return exec.workspace != nullptr && aligned(exec.workspace, 256) ? exec.workspace_bytes : 0;
+  return exec.workspace != nullptr && is_aligned(exec.workspace, 256) ? exec.workspace_bytes : 0;
 }
 
 // ---- checks ------------------------------------------------------------------------------
@@ -248,7 +248,7 @@ XPredecodeParams predecode_params(const Fp4Operand& a, const ScaleOperand& sf, i
   xp.sf_row_stride = sf.row_stride;
   xp.sf_batch_stride = sf.batch_stride;
   xp.sf_blocked = sf.layout == NVFP4_SF_BLOCKED ? 1 : 0;
-  xp.sf_words = xp.sf_blocked && aligned(sf.data, 4) && (L == 1 || sf.batch_stride % 4 == 0) ? 1 : 0;
+  xp.sf_words = xp.sf_blocked && is_aligned(sf.data, 4) && (L == 1 || sf.batch_stride % 4 == 0) ? 1 : 0;
   xp.M = rows;
   xp.K = K;
   xp.L = static_cast<int32_t>(L);

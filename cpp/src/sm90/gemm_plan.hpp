@@ -11,6 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "../common/align.hpp"
 #include "../problem.hpp"
 
 namespace nvfp4::sm90 {
@@ -67,12 +68,11 @@ enum ScaleLoad : int32_t {
 // ---------------------------------------------------------------------------
 // Alignment predicates
 // ---------------------------------------------------------------------------
-inline bool aligned(const void* ptr, uintptr_t a) { return (reinterpret_cast<uintptr_t>(ptr) % a) == 0; }
 
 // TMA can read the packed operand: 16-byte aligned base, row and batch strides, strides
 // below 2^40 (cuTensorMapEncodeTiled's limits).
 inline bool tma_compatible(const Fp4Operand& op, int64_t rows, int64_t L) {
-  if (!aligned(op.data, 16) || op.row_stride % 16 != 0 || op.row_stride <= 0) return false;
+  if (!is_aligned(op.data, 16) || op.row_stride % 16 != 0 || op.row_stride <= 0) return false;
   if (L > 1 && (op.batch_stride % 16 != 0 || op.batch_stride <= 0)) return false;
   if (rows > (int64_t{1} << 31) - 1) return false;
   if (op.row_stride >= (int64_t{1} << 40) || op.batch_stride >= (int64_t{1} << 40)) return false;
@@ -81,15 +81,15 @@ inline bool tma_compatible(const Fp4Operand& op, int64_t rows, int64_t L) {
 // kScaleBulk: K % 128, so that every stage holds 8 real scale columns (no stale smem bytes
 // in a K tail).
 inline bool scales_bulk(const ScaleOperand& s, int64_t K, int64_t L) {
-  return s.layout == NVFP4_SF_BLOCKED && K % 128 == 0 && aligned(s.data, 16) &&
+  return s.layout == NVFP4_SF_BLOCKED && K % 128 == 0 && is_aligned(s.data, 16) &&
          (L == 1 || s.batch_stride % 16 == 0);
 }
 inline bool scales_tma(const ScaleOperand& s, int64_t L) {
-  return s.layout == NVFP4_SF_LINEAR && aligned(s.data, 16) && s.row_stride % 16 == 0 && s.row_stride > 0 &&
+  return s.layout == NVFP4_SF_LINEAR && is_aligned(s.data, 16) && s.row_stride % 16 == 0 && s.row_stride > 0 &&
          (L == 1 || (s.batch_stride % 16 == 0 && s.batch_stride > 0));
 }
 inline bool scales_async(const ScaleOperand& s, int64_t L) {
-  if (!aligned(s.data, 4)) return false;
+  if (!is_aligned(s.data, 4)) return false;
   if (L > 1 && s.batch_stride % 4 != 0) return false;
   if (s.layout == NVFP4_SF_LINEAR && s.row_stride % 4 != 0) return false;
   return true;
@@ -101,7 +101,7 @@ inline int32_t scale_load_without_tma(const ScaleOperand& a, const ScaleOperand&
 // Output stores by 4 consecutive n: contiguous rows, 4-element aligned base and strides.
 inline int32_t out_vec4(const OutOperand& c, int64_t L) {
   const uintptr_t esize = c.dtype == DType::kFloat32 ? 4 : 2;
-  return (c.col_stride == 1 && aligned(c.data, 4 * esize) && c.row_stride % 4 == 0 &&
+  return (c.col_stride == 1 && is_aligned(c.data, 4 * esize) && c.row_stride % 4 == 0 &&
           (L == 1 || c.batch_stride % 4 == 0))
              ? 1
              : 0;

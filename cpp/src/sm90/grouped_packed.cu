@@ -164,7 +164,7 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
   if (const char* why = packed_refusal(p, exec, &plan, &tmap_w, &tmap_sfw))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", why);
   if (plan.empty) return NVFP4_SUCCESS;
-  if (exec.workspace == nullptr || exec.workspace_bytes < plan.workspace_bytes || !aligned(exec.workspace, 256))
+  if (exec.workspace == nullptr || exec.workspace_bytes < plan.workspace_bytes || !is_aligned(exec.workspace, 256))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: needs a %zu-byte workspace (256-byte aligned)",
                 plan.workspace_bytes);
 

@@ -23,6 +23,7 @@
 #include <cmath>
 
 #include "../../common/formats.h"
+#include "../../common/align.hpp"
 #include "../../problem.hpp"
 
 namespace nvfp4::sm90::gemv_detail {
@@ -178,8 +179,6 @@ inline const char* gemv_unsupported(const GemmProblem& p) {
   return nullptr;
 }
 
-inline bool aligned_to(const void* p, unsigned n) { return (reinterpret_cast<uintptr_t>(p) % n) == 0; }
-
 struct GemvAlignment {
   bool aligned;  // 16-byte loads of A and b, 2-byte loads of the scale pairs
   bool mma_ok;   // the MMA kernel's copies too: 16-byte pieces of A's scales
@@ -189,19 +188,19 @@ inline GemvAlignment gemv_alignment(const GemmProblem& p) {
   const bool multi_row = p.M > 1, multi_batch = p.L > 1;
   // 16-byte loads of A and b and 2-byte loads of the scale pairs need every row and
   // batch start aligned; else the byte-load instance of the register kernel.
-  const bool a16 = aligned_to(p.a.data, 16) && (!multi_row || p.a.row_stride % 16 == 0) &&
+  const bool a16 = is_aligned(p.a.data, 16) && (!multi_row || p.a.row_stride % 16 == 0) &&
                    (!multi_batch || p.a.batch_stride % 16 == 0);
-  const bool b16 = aligned_to(p.b.data, 16) && (!multi_batch || p.b.batch_stride % 16 == 0);
-  const bool sfa2 = aligned_to(p.sfa.data, 2) && (!multi_batch || p.sfa.batch_stride % 2 == 0) &&
+  const bool b16 = is_aligned(p.b.data, 16) && (!multi_batch || p.b.batch_stride % 16 == 0);
+  const bool sfa2 = is_aligned(p.sfa.data, 2) && (!multi_batch || p.sfa.batch_stride % 2 == 0) &&
                     (sfa_blocked || !multi_row || p.sfa.row_stride % 2 == 0);
-  const bool sfb2 = aligned_to(p.sfb.data, 2) && (!multi_batch || p.sfb.batch_stride % 2 == 0);
+  const bool sfb2 = is_aligned(p.sfb.data, 2) && (!multi_batch || p.sfb.batch_stride % 2 == 0);
   GemvAlignment r;
   r.aligned = a16 && b16 && sfa2 && sfb2;
   // The MMA kernel copies 16-byte pieces of the scales from 16-byte aligned addresses:
   // blocked tiles always; linear rows only when every stage's piece of a row (2 * 8
   // chunks = 16 bytes at the least) is whole, i.e. K % 256 == 0.
   const int64_t nchunks = p.K / 32;
-  const bool sfa16 = aligned_to(p.sfa.data, 16) && (!multi_batch || p.sfa.batch_stride % 16 == 0) &&
+  const bool sfa16 = is_aligned(p.sfa.data, 16) && (!multi_batch || p.sfa.batch_stride % 16 == 0) &&
                      (sfa_blocked || ((!multi_row || p.sfa.row_stride % 16 == 0) && nchunks % 8 == 0));
   r.mma_ok = r.aligned && sfa16;
   return r;
