@@ -88,7 +88,7 @@ int cluster_capacity(ClusterKernel kernel_id, int splits, int device) {
 }
 
 nvfp4_status_t opt_in_gemm_smem(int device) {
-  static std::atomic<uint64_t> done{0};
+  static SmemOptInDone done;
   return opt_in_smem(done, device,
                      {{reinterpret_cast<const void*>(kFusedPromoted), kSmemFused},
                       {reinterpret_cast<const void*>(kFusedShortChain), kSmemFused},

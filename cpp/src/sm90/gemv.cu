@@ -19,6 +19,7 @@
 
 #include "../backends.hpp"
 #include "../common/cuda_check.hpp"
+#include "../common/device_cache.hpp"
 #include "../problem.hpp"
 #include "gemv/mma_kernel.cuh"
 #include "gemv/plan.hpp"
@@ -87,35 +88,21 @@ nvfp4_status_t launch_reg_shape(int shape, const Args& args, int64_t ctas, size_
 // shared memory limit raised to the opt-in maximum on the way).
 template <bool kBlocked>
 nvfp4_status_t mma_info(int device, MmaKernelInfo* out) {
-  struct Cached {
-    MmaKernelInfo info;
-    bool ready = false;
-  };
-  constexpr int kMaxDevices = 64;
-  static Cached cache[kMaxDevices];
-  Cached* c = (device >= 0 && device < kMaxDevices) ? &cache[device] : nullptr;
-  if (c && c->ready) {
-    *out = c->info;
+  static PerDeviceCache<MmaKernelInfo> cache;
+  return cache.get(device, [device](MmaKernelInfo& v) -> nvfp4_status_t {
+    cudaFuncAttributes fa;
+    NVFP4_CUDA_TRY(cudaFuncGetAttributes(&fa, gemv_mma_kernel<kMmaSC, kMmaDepth, kBlocked, kMmaLPR>));
+    v.regs = fa.numRegs;
+    int optin = 0;
+    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.regs_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
+    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    v.static_smem = static_cast<int>(fa.sharedSizeBytes);
+    v.max_smem_block = optin - v.static_smem;
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(gemv_mma_kernel<kMmaSC, kMmaDepth, kBlocked, kMmaLPR>,
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, v.max_smem_block));
     return NVFP4_SUCCESS;
-  }
-  MmaKernelInfo v;
-  cudaFuncAttributes fa;
-  NVFP4_CUDA_TRY(cudaFuncGetAttributes(&fa, gemv_mma_kernel<kMmaSC, kMmaDepth, kBlocked, kMmaLPR>));
-  v.regs = fa.numRegs;
-  int optin = 0;
-  NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.regs_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
-  NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  v.static_smem = static_cast<int>(fa.sharedSizeBytes);
-  v.max_smem_block = optin - v.static_smem;
-  NVFP4_CUDA_TRY(cudaFuncSetAttribute(gemv_mma_kernel<kMmaSC, kMmaDepth, kBlocked, kMmaLPR>,
-                                      cudaFuncAttributeMaxDynamicSharedMemorySize, v.max_smem_block));
-  if (c) {  // benign race: every writer stores the same values
-    c->info = v;
-    c->ready = true;
-  }
-  *out = v;
-  return NVFP4_SUCCESS;
+  }, out);
 }
 
 template <bool kBlocked>

@@ -189,7 +189,7 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
   kp.c_col_stride = p.c.col_stride;
   kp.c_batch_stride = 0;
 
-  static std::atomic<uint64_t> smem_opt_in{0};
+  static SmemOptInDone smem_opt_in;
   nvfp4_status_t st =
       opt_in_smem(smem_opt_in, exec.device, {{reinterpret_cast<const void*>(nvfp4_sm90_moe_kernel), kSmemBytes}});
   if (st != NVFP4_SUCCESS) return st;

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "../common/cuda_check.hpp"
+#include "../common/device_cache.hpp"
 
 namespace nvfp4::sm90 {
 
@@ -66,19 +67,20 @@ nvfp4_status_t launch(void (*kernel)(Params...), const LaunchShape& shape, cudaS
 }
 
 // Raises each kernel's dynamic shared-memory limit to its size, once per device (`done`:
-// one bit per device, owned by the caller; a host-side cost of ~µs per call otherwise).
+// owned by the caller; a host-side cost of ~µs per call otherwise).
 struct SmemOptIn {
   const void* kernel;
   size_t bytes;
 };
-inline nvfp4_status_t opt_in_smem(std::atomic<uint64_t>& done, int device, std::initializer_list<SmemOptIn> kernels) {
-  const uint64_t bit = uint64_t{1} << (device & 63);
-  if ((done.load(std::memory_order_acquire) & bit) != 0) return NVFP4_SUCCESS;
-  for (const SmemOptIn& k : kernels)
-    NVFP4_CUDA_TRY(
-        cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k.bytes)));
-  done.fetch_or(bit, std::memory_order_acq_rel);
-  return NVFP4_SUCCESS;
+using SmemOptInDone = PerDeviceCache<bool>;
+inline nvfp4_status_t opt_in_smem(SmemOptInDone& done, int device, std::initializer_list<SmemOptIn> kernels) {
+  bool unused = false;
+  return done.get(device, [&](bool&) -> nvfp4_status_t {
+    for (const SmemOptIn& k : kernels)
+      NVFP4_CUDA_TRY(
+          cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k.bytes)));
+    return NVFP4_SUCCESS;
+  }, &unused);
 }
 
 }  // namespace nvfp4::sm90
