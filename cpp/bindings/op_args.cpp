@@ -5,18 +5,6 @@
 
 namespace nvfp4_bindings {
 
-void raise_status(nvfp4_status_t st) {
-  const char* msg = nvfp4_last_error();
-  switch (st) {
-    case NVFP4_ERROR_INVALID_VALUE: throw nb::value_error(msg);
-    case NVFP4_ERROR_INVALID_TYPE: throw nb::type_error(msg);
-    case NVFP4_ERROR_NOT_SUPPORTED:
-      PyErr_SetString(PyExc_NotImplementedError, msg);
-      throw nb::python_error();
-    default: throw std::runtime_error(std::string(nvfp4_status_string(st)) + ": " + msg);
-  }
-}
-
 namespace {
 
 std::string arg_error(const char* op, const char* name, const std::string& what) {

@@ -12,12 +12,11 @@
 
 #include "dlpack_exchange.hpp"
 #include "nvfp4/nvfp4.h"
+#include "status.hpp"
 
 namespace nvfp4_bindings {
 
 namespace nb = nanobind;
-
-[[noreturn]] void raise_status(nvfp4_status_t st);
 
 class OpArgs {
  public:

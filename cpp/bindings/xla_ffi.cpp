@@ -57,6 +57,7 @@
 #include <vector>
 
 #include "nvfp4/nvfp4.h"
+#include "status.hpp"
 #include "xla/ffi/api/ffi.h"
 
 namespace nb = nanobind;
@@ -540,18 +541,6 @@ namespace {
 // exist", which is what "valid" looks like here. Nothing is launched.
 constexpr int32_t kNoDevice = 0x3fffffff;
 
-[[noreturn]] void raise_status(nvfp4_status_t st) {
-  const char* msg = nvfp4_last_error();
-  switch (st) {
-    case NVFP4_ERROR_INVALID_VALUE: throw nb::value_error(msg);
-    case NVFP4_ERROR_INVALID_TYPE: throw nb::type_error(msg);
-    case NVFP4_ERROR_NOT_SUPPORTED:
-      PyErr_SetString(PyExc_NotImplementedError, msg);
-      throw nb::python_error();
-    default: throw std::runtime_error(std::string(nvfp4_status_string(st)) + ": " + msg);
-  }
-}
-
 nvfp4_dtype_t dtype_from_name(const std::string& op, const std::string& name, const std::string& d) {
   if (d == "uint8") return NVFP4_DTYPE_UINT8;
   if (d == "int8") return NVFP4_DTYPE_INT8;
@@ -626,7 +615,7 @@ size_t finish(nvfp4_status_t st, int device, size_t bytes) {
     const std::string expected = "CUDA device " + std::to_string(kNoDevice) + " does not exist";
     if (std::strncmp(nvfp4_last_error(), expected.c_str(), expected.size()) == 0) return 0;
   }
-  raise_status(st);
+  nvfp4_bindings::raise_status(st);
 }
 
 nvfp4_sf_layout_t layout_arg(const std::string& s) {

@@ -33,20 +33,7 @@
 using namespace nvfp4;
 using namespace nvfp4::sm100;
 
-static int g_passed = 0, g_failed = 0;
-#define CHECK(cond, ...)                                        \
-  do {                                                          \
-    if (cond) {                                                 \
-      ++g_passed;                                               \
-    } else {                                                    \
-      ++g_failed;                                               \
-      if (g_failed <= 30) {                                     \
-        printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-        printf(__VA_ARGS__);                                    \
-        printf("\n");                                           \
-      }                                                         \
-    }                                                           \
-  } while (0)
+#include "../host_check.hpp"
 
 static const int kRows[] = {1, 7, 31, 32, 127, 128, 129, 255, 300, 513};
 static const int kKs[] = {32, 64, 96, 160, 256, 480, 1056};
@@ -462,6 +449,5 @@ int main() {
   test_packed(rng);
   test_workspace();
   test_dual_args();
-  printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed ? 1 : 0;
+  return check_summary();
 }

@@ -1,7 +1,7 @@
 // CPU unit test of the sm90a GEMM plan (cpp/src/sm90/gemm_plan.hpp): which problems the
 // Hopper kernels take, which kernel runs a problem, its split-K, grid, token TMA box,
 // scale-load mode and token workspace. Plain C++ (no CUDA): compiled and run by
-// tests/test_sm90_gemm_plan.py with the host C++ compiler (nvcc as a fallback).
+// tests/test_sm90_plans.py with the host C++ compiler (nvcc as a fallback).
 //
 // Checks:
 //  1. the support checks and their order (the messages gemm() reports);
@@ -27,20 +27,7 @@
 using namespace nvfp4;
 using namespace nvfp4::sm90;
 
-static int g_passed = 0, g_failed = 0;
-#define CHECK(cond, ...)                                        \
-  do {                                                          \
-    if (cond) {                                                 \
-      ++g_passed;                                               \
-    } else {                                                    \
-      ++g_failed;                                               \
-      if (g_failed <= 30) {                                     \
-        printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-        printf(__VA_ARGS__);                                    \
-        printf("\n");                                           \
-      }                                                         \
-    }                                                           \
-  } while (0)
+#include "../host_check.hpp"
 
 // Fake, well-aligned device addresses (the plan only looks at their values).
 static const uint8_t* addr(uintptr_t a) { return reinterpret_cast<const uint8_t*>(a); }
@@ -489,6 +476,5 @@ int main() {
   test_scale_modes();
   test_invariants(rng);
   test_packed();
-  printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return check_summary();
 }

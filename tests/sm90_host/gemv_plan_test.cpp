@@ -1,5 +1,5 @@
 // CPU unit test of the sm90a GEMV's host-side plan (cpp/src/sm90/gemv/plan.hpp): no GPU,
-// no CUDA; compiled with the host C++ compiler by tests/test_sm90_gemv_plan.py.
+// no CUDA; compiled with the host C++ compiler by tests/test_sm90_plans.py.
 //
 // Checks:
 //  1. support checks (N, K, output dtype, empty problems);
@@ -23,20 +23,7 @@
 using namespace nvfp4;
 using namespace nvfp4::sm90::gemv_detail;
 
-static int g_passed = 0, g_failed = 0;
-#define CHECK(cond, ...)                                        \
-  do {                                                          \
-    if (cond) {                                                 \
-      ++g_passed;                                               \
-    } else {                                                    \
-      ++g_failed;                                               \
-      if (g_failed <= 30) {                                     \
-        printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond); \
-        printf(__VA_ARGS__);                                    \
-        printf("\n");                                           \
-      }                                                         \
-    }                                                           \
-  } while (0)
+#include "../host_check.hpp"
 
 // Device numbers of an H100 SXM / H200 (132 SMs, 228 KB of shared memory per SM, 227 KB
 // per block with opt-in, 64K registers) and the MMA kernel's resources as built by CUDA 13
@@ -482,6 +469,5 @@ int main() {
   test_mma_shapes();
   test_invariants();
   test_geometry_and_args();
-  printf("%d passed, %d failed\n", g_passed, g_failed);
-  return g_failed == 0 ? 0 : 1;
+  return check_summary();
 }

@@ -1,0 +1,46 @@
+"""CPU tests of the sm90a plan layers: the GEMM plan (cpp/src/sm90/gemm_plan.hpp: which
+problems the Hopper kernels take; kernel, split-K, grid, token TMA box, scale-load mode and
+token workspace) and the GEMV plan (cpp/src/sm90/gemv/plan.hpp: support and alignment
+checks, kernel choice, register-kernel shapes, the MMA kernel's occupancy model and shape
+choice, kernel parameters). Each test in tests/sm90_host/ includes exactly the header the
+backend runs (plain C++, no CUDA) and is compiled here with the host C++ compiler (nvcc as a
+fallback); no GPU and no build of the library needed.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+
+def _compiler():
+    """[driver, flags...] of a C++17 compiler: $CXX, c++, g++, clang++, else nvcc; or None."""
+    for name in (os.environ.get("CXX"), "c++", "g++", "clang++"):
+        if name and shutil.which(name):
+            return [shutil.which(name)]
+    for name in ("nvcc", "/usr/local/cuda/bin/nvcc"):
+        if shutil.which(name):
+            return [shutil.which(name), "-x", "cu"]
+    return None
+
+
+@pytest.mark.parametrize("test", ["gemm_plan_test", "gemv_plan_test"])
+def test_sm90_plan(test, tmp_path):
+    cc = _compiler()
+    if cc is None:
+        pytest.skip("no C++ compiler (CXX, c++, g++, clang++ or nvcc) found")
+    exe = str(tmp_path / test)
+    src = os.path.join(HERE, "sm90_host", test + ".cpp")
+    cmd = cc + ["-std=c++17", "-O1", src, "-o", exe,
+                "-I", os.path.join(ROOT, "cpp", "src"), "-I", os.path.join(ROOT, "cpp", "include")]
+    r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, f"{test} failed to compile:\n{r.stdout[-4000:]}\n{r.stderr[-4000:]}"
+    r = subprocess.run([exe], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0 and re.search(r"^\d+ passed, 0 failed$", r.stdout, re.M), r.stdout[-4000:]
