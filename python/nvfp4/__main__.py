@@ -42,7 +42,11 @@ def main(argv=None) -> int:
     sub = parser.add_subparsers(dest="command")
     p_info = sub.add_parser("info", help="devices, the backend each uses, compiled archs")
     p_info.add_argument("--json", action="store_true")
-    p_bench = sub.add_parser("bench", help="benchmark the gpu-mode shapes against the reference (main job)")
+    p_bench = sub.add_parser(
+        "bench", help="benchmark the gpu-mode shapes against the reference (main job)",
+        description="The main job: every gpu-mode shape checked against a float64 reference and timed twice, "
+                    "by CUDA-graph replay (the kernels) and eagerly as the gpu-mode harness times a submission "
+                    "(host overhead included), beside cuBLAS bf16 timed the same two ways.")
     from .bench import add_arguments as _bench_args
 
     _bench_args(p_bench)
