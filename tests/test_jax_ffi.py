@@ -401,6 +401,23 @@ def G(x, dev):
 
 
 @pytest.mark.gpu
+def test_gpu_trace_time_workspace_size():
+    """The CUDA branch's workspace result is sized while tracing: on an sm90a device a
+    pre-decoded GEMM (M 256, K 7168) needs its tokens as fp16, M * K * 2 bytes. (A
+    by-value argument once made this query return 0 there, leaving the handlers to
+    fall back to the library's cached scratch, which command buffers cannot use.)"""
+    dev = _cuda()
+    if nvfp4.info()["devices"][0]["backend"] != "sm90a":
+        pytest.skip("the expected size is the sm90a pre-decoded path's")
+    M, N, K = 256, 4096, 7168
+    descs = (("uint8", (M, K // 2)), ("uint8", (M, K // 16)), ("uint8", (N, K // 2)), ("uint8", (N, K // 16)),
+             ("float16", (M, N)))
+    ordinal = nj._cuda_ordinal()
+    assert ordinal is not None and dev is not None
+    assert nj._xla.check_gemm(*descs, "linear", device=ordinal) == M * K * 2
+
+
+@pytest.mark.gpu
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("M,N,K", [(3, 200, 96), (1, 512, 256), (128, 256, 2048), (200, 384, 4096)])
 def test_gpu_gemm(M, N, K, layout, rng):

@@ -608,9 +608,12 @@ class Shapes {
 
 int32_t check_device(int device) { return device < 0 ? kNoDevice : static_cast<int32_t>(device); }
 
-// Validation only (device < 0): success or the expected missing-device failure.
-size_t finish(nvfp4_status_t st, int device, size_t bytes) {
-  if (st == NVFP4_SUCCESS) return device < 0 ? 0 : bytes;
+// Validation only (device < 0): success or the expected missing-device failure. `bytes`
+// is read here, after the query wrote it (passed by value it could be read before the
+// query ran: the order in which a call's arguments are evaluated is unspecified, and a
+// by-value `bytes` made every trace-time workspace size 0 with GCC).
+size_t finish(nvfp4_status_t st, int device, const size_t* bytes) {
+  if (st == NVFP4_SUCCESS) return device < 0 ? 0 : *bytes;
   if (device < 0 && st == NVFP4_ERROR_INVALID_VALUE) {
     const std::string expected = "CUDA device " + std::to_string(kNoDevice) + " does not exist";
     if (std::strncmp(nvfp4_last_error(), expected.c_str(), expected.size()) == 0) return 0;
@@ -662,7 +665,7 @@ NB_MODULE(_nvfp4_xla, m) {
     Shapes s("gemv", kNoDevice);
     auto ta = s.add(a, "a"), tsa = s.add(sfa, "sfa"), tb = s.add(b, "b"), tsb = s.add(sfb, "sfb"),
          to = s.add(out, "out");
-    finish(nvfp4_gemv(ta, tsa, tb, tsb, nvfp4_scalar_t{1.0f, nullptr}, layout, to, nullptr), -1, 0);
+    finish(nvfp4_gemv(ta, tsa, tb, tsb, nvfp4_scalar_t{1.0f, nullptr}, layout, to, nullptr), -1, nullptr);
   });
 
   m.def("check_gemm", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle out,
@@ -672,7 +675,7 @@ NB_MODULE(_nvfp4_xla, m) {
     auto ta = s.add(a, "a"), tsa = s.add(sfa, "sfa"), tb = s.add(b, "b"), tsb = s.add(sfb, "sfb"),
          to = s.add(out, "out");
     size_t bytes = 0;
-    return finish(nvfp4_gemm_workspace_size(ta, tsa, tb, tsb, layout, to, nullptr, &bytes), device, bytes);
+    return finish(nvfp4_gemm_workspace_size(ta, tsa, tb, tsb, layout, to, nullptr, &bytes), device, &bytes);
   }, nb::arg("a"), nb::arg("sfa"), nb::arg("b"), nb::arg("sfb"), nb::arg("out"), nb::arg("sf_layout"),
      nb::arg("device") = -1);
 
@@ -690,7 +693,7 @@ NB_MODULE(_nvfp4_xla, m) {
     size_t bytes = 0;
     return finish(nvfp4_dual_gemm_workspace_size(ta, tsa, tb1, tsb1, tb2, tsb2, one, one, act, layout, to, nullptr,
                                                  &bytes),
-                  device, bytes);
+                  device, &bytes);
   }, nb::arg("a"), nb::arg("sfa"), nb::arg("b1"), nb::arg("sfb1"), nb::arg("b2"), nb::arg("sfb2"), nb::arg("out"),
      nb::arg("activation"), nb::arg("sf_layout"), nb::arg("device") = -1);
 
@@ -707,7 +710,7 @@ NB_MODULE(_nvfp4_xla, m) {
     size_t bytes = 0;
     return finish(nvfp4_grouped_gemm_workspace_size(static_cast<int32_t>(g), ta.data(), tsa.data(), tb.data(),
                                                     tsb.data(), alphas.data(), layout, to.data(), nullptr, &bytes),
-                  device, bytes);
+                  device, &bytes);
   }, nb::arg("a"), nb::arg("sfa"), nb::arg("b"), nb::arg("sfb"), nb::arg("out"), nb::arg("sf_layout"),
      nb::arg("device") = -1);
 
@@ -718,7 +721,7 @@ NB_MODULE(_nvfp4_xla, m) {
          toff = s.add(offsets, "offsets"), tal = s.add(alphas, "alphas"), to = s.add(out, "out");
     size_t bytes = 0;
     return finish(nvfp4_grouped_gemm_packed_workspace_size(ta, tsa, tb, tsb, toff, tal, to, nullptr, &bytes), device,
-                  bytes);
+                  &bytes);
   }, nb::arg("a"), nb::arg("sfa"), nb::arg("b"), nb::arg("sfb"), nb::arg("offsets"), nb::arg("alphas").none(),
      nb::arg("out"), nb::arg("device") = -1);
 
@@ -727,25 +730,25 @@ NB_MODULE(_nvfp4_xla, m) {
     const nvfp4_sf_layout_t layout = layout_arg(sf_layout);
     Shapes s("quantize", kNoDevice);
     auto tx = s.add(x, "x"), tq = s.add(q, "q"), tsf = s.add(sf, "sf"), tg = s.add(global_scale, "global_scale");
-    finish(nvfp4_quantize(tx, tq, tsf, layout, tg, compute_global_scale ? 1 : 0, nullptr), -1, 0);
+    finish(nvfp4_quantize(tx, tq, tsf, layout, tg, compute_global_scale ? 1 : 0, nullptr), -1, nullptr);
   });
 
   m.def("check_dequantize", [](nb::handle q, nb::handle sf, nb::handle out, const std::string& sf_layout) {
     const nvfp4_sf_layout_t layout = layout_arg(sf_layout);
     Shapes s("dequantize", kNoDevice);
     auto tq = s.add(q, "q"), tsf = s.add(sf, "sf"), to = s.add(out, "out");
-    finish(nvfp4_dequantize(tq, tsf, layout, nvfp4_scalar_t{1.0f, nullptr}, to, nullptr), -1, 0);
+    finish(nvfp4_dequantize(tq, tsf, layout, nvfp4_scalar_t{1.0f, nullptr}, to, nullptr), -1, nullptr);
   });
 
   m.def("check_swizzle_scales", [](nb::handle sf, nb::handle out) {
     Shapes s("swizzle_scales", kNoDevice);
     auto ts = s.add(sf, "sf"), to = s.add(out, "out");
-    finish(nvfp4_swizzle_scales(ts, to, nullptr), -1, 0);
+    finish(nvfp4_swizzle_scales(ts, to, nullptr), -1, nullptr);
   });
 
   m.def("check_unswizzle_scales", [](nb::handle sf_blocked, nb::handle out) {
     Shapes s("unswizzle_scales", kNoDevice);
     auto ts = s.add(sf_blocked, "sf_blocked"), to = s.add(out, "out");
-    finish(nvfp4_unswizzle_scales(ts, to, nullptr), -1, 0);
+    finish(nvfp4_unswizzle_scales(ts, to, nullptr), -1, nullptr);
   });
 }
