@@ -52,22 +52,14 @@ int gemm_out_shape(const nvfp4_tensor_t& a, const nvfp4_tensor_t& b, int64_t* sh
   return a.ndim;
 }
 
-std::vector<nb::handle> items(nb::handle seq, const char* what) {
-  nb::object fast = nb::steal(PySequence_Fast(seq.ptr(), what));
-  if (!fast.is_valid()) throw nb::python_error();
-  const Py_ssize_t n = PySequence_Fast_GET_SIZE(fast.ptr());
-  PyObject** p = PySequence_Fast_ITEMS(fast.ptr());
-  std::vector<nb::handle> out(p, p + n);
-  for (nb::handle h : out) h.inc_ref();  // `fast` may be a temporary list
-  return out;
-}
-
-// Drops the references items() took.
+// The items of a Python sequence (any iterable), alive as long as this object.
 struct Items {
+  nb::object fast;  // a list or tuple holding the references
   std::vector<nb::handle> v;
-  Items(nb::handle seq, const char* what) : v(items(seq, what)) {}
-  ~Items() {
-    for (nb::handle h : v) h.dec_ref();
+  Items(nb::handle seq, const char* what) : fast(nb::steal(PySequence_Fast(seq.ptr(), what))) {
+    if (!fast.is_valid()) throw nb::python_error();
+    PyObject** p = PySequence_Fast_ITEMS(fast.ptr());
+    v.assign(p, p + PySequence_Fast_GET_SIZE(fast.ptr()));
   }
 };
 

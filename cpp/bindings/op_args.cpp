@@ -116,7 +116,7 @@ nvfp4_tensor_t describe_ndarray(const char* op, const char* name, const Array& a
                   dlpack::DataType{d.code, d.bits, d.lanes}, a.device_type(), a.device_id(), ndim, shape, strides);
 }
 
-nvfp4_tensor_t OpArgs::convert(nb::handle obj, const char* name, bool writable) {
+nvfp4_tensor_t OpArgs::convert(nb::handle obj, const char* name, bool writable, bool frames) {
   const dlpack::ExchangeApi* api = exchange_api(Py_TYPE(obj.ptr()));
   nvfp4_tensor_t t;
   if (api) {
@@ -147,7 +147,7 @@ nvfp4_tensor_t OpArgs::convert(nb::handle obj, const char* name, bool writable) 
       t.strides[i] = v.strides[(i + 2) % 3];
     }
   }
-  if (!have_first_) {
+  if (frames && !have_first_) {
     have_first_ = true;
     api_ = api;
     device_type_ = t.device_type == NVFP4_DEVICE_CUDA ? dlpack::kCUDA : dlpack::kCPU;
@@ -179,9 +179,7 @@ nvfp4_scalar_t OpArgs::scalar(nb::handle value, const char* name) {
     s.value = static_cast<float>(d);
     return s;
   }
-  const bool first = !have_first_;
-  nvfp4_tensor_t t = input(value, name);
-  if (first) have_first_ = false;  // a scalar never decides the operands' framework
+  const nvfp4_tensor_t t = convert(value, name, false, false);
   int64_t n = 1;
   for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
   if (t.dtype != NVFP4_DTYPE_FLOAT32 || n != 1)
@@ -218,9 +216,7 @@ nb::object OpArgs::allocate(const int64_t* shape, int ndim, const char* dtype, n
   nb::tuple dims = nb::steal<nb::tuple>(PyTuple_New(ndim));
   for (int i = 0; i < ndim; ++i) PyTuple_SET_ITEM(dims.ptr(), i, PyLong_FromLongLong(shape[i]));
   nb::object arr = alloc_(dims, dtype);
-  const bool first = !have_first_;
-  *desc = output(arr, "out");
-  if (first) have_first_ = false;
+  *desc = convert(arr, "out", true, false);
   return arr;
 }
 

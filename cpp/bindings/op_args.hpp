@@ -27,8 +27,8 @@ class OpArgs {
   OpArgs(const char* op, nb::handle alloc, bool batch_last = false)
       : op_(op), alloc_(alloc), batch_last_(batch_last) {}
 
-  nvfp4_tensor_t input(nb::handle obj, const char* name) { return convert(obj, name, false); }
-  nvfp4_tensor_t output(nb::handle obj, const char* name) { return convert(obj, name, true); }
+  nvfp4_tensor_t input(nb::handle obj, const char* name) { return convert(obj, name, false, true); }
+  nvfp4_tensor_t output(nb::handle obj, const char* name) { return convert(obj, name, true, true); }
   // A Python number, or a 1-element float32 array (on the device: read at kernel time).
   nvfp4_scalar_t scalar(nb::handle value, const char* name);
   // A new array (dtype "float16", "bfloat16", "float32", "uint8", "int32") of the
@@ -42,7 +42,9 @@ class OpArgs {
   nvfp4_exec_t exec(nb::handle stream, const char* backend) const;
 
  private:
-  nvfp4_tensor_t convert(nb::handle obj, const char* name, bool writable);
+  // `frames`: the first such array decides the operands' framework and device (scalars and
+  // the arrays allocated here do not).
+  nvfp4_tensor_t convert(nb::handle obj, const char* name, bool writable, bool frames);
 
   const char* op_;
   nb::handle alloc_;
