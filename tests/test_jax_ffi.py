@@ -403,9 +403,9 @@ def G(x, dev):
 @pytest.mark.gpu
 def test_gpu_trace_time_workspace_size():
     """The CUDA branch's workspace result is sized while tracing: on an sm90a device a
-    pre-decoded GEMM (M 256, K 7168) needs its tokens as fp16, M * K * 2 bytes. (A
-    by-value argument once made this query return 0 there, leaving the handlers to
-    fall back to the library's cached scratch, which command buffers cannot use.)"""
+    pre-decoded GEMM (M 256, K 7168) needs its tokens as fp16, M * K * 2 bytes. Sized 0,
+    the handlers would fall back to the library's cached scratch, which command buffers
+    cannot use."""
     dev = _cuda()
     if nvfp4.info()["devices"][0]["backend"] != "sm90a":
         pytest.skip("the expected size is the sm90a pre-decoded path's")

@@ -609,9 +609,9 @@ class Shapes {
 int32_t check_device(int device) { return device < 0 ? kNoDevice : static_cast<int32_t>(device); }
 
 // Validation only (device < 0): success or the expected missing-device failure. `bytes`
-// is read here, after the query wrote it (passed by value it could be read before the
-// query ran: the order in which a call's arguments are evaluated is unspecified, and a
-// by-value `bytes` made every trace-time workspace size 0 with GCC).
+// is a pointer read here, after the query wrote it: the order in which a call's arguments
+// are evaluated is unspecified, and GCC reads a by-value argument before the query in the
+// same argument list has run.
 size_t finish(nvfp4_status_t st, int device, const size_t* bytes) {
   if (st == NVFP4_SUCCESS) return device < 0 ? 0 : *bytes;
   if (device < 0 && st == NVFP4_ERROR_INVALID_VALUE) {
