@@ -115,6 +115,7 @@ class Call {
   std::string op_;
   const nvfp4_tensor_t* first_ = nullptr;
   const char* first_name_ = "";
+  std::string first_op_;  // op() when first_ was added: a grouped call names the group
   std::vector<std::pair<const char*, const nvfp4_tensor_t*>> inputs_, outputs_;
   std::list<nvfp4_tensor_t> empties_;  // stable addresses; no allocation while empty (std::deque allocates on construction)
 };
