@@ -1,30 +1,36 @@
-// sm90a dual GEMM  c = act(alpha1 * A * B1^T) * (alpha2 * A * B2^T)  as two sm90a GEMMs
-// with fp32 outputs in the caller's workspace, then one elementwise pass (act, product,
-// one rounding to the output dtype). Same numerics as the portable kernel's fused
-// epilogue: each accumulator scaled by its alpha in fp32, the activation in fp32, one
-// rounding at the end.
+// sm90a dual GEMM  c = act(alpha1 * A * B1^T) * (alpha2 * A * B2^T).
 //
-// Not the fused kernel docs/design.md "Backends" describes (A decoded once, two
-// accumulators per CTA): that one would need two 64-register accumulator sets beside the
-// decoded weight fragments of the RS mainloop, i.e. a new tile shape. Composed from the tuned GEMM it
-// still runs ~10-20x faster than the portable dual kernel it replaces on Hopper
-// (bench/NOTES.md "dual and grouped on the sm90a GEMM"). The second GEMM reads the tokens
-// the first one pre-decoded (gemm_same_tokens); the cost over one fused pass is the fp32
-// round trip of the two products.
+// Fused path (dual_plan.hpp decides; every problem with M >= 3 whose operands TMA can read):
+// the GEMM's token pass decodes A once into the fp16 workspace, then one kernel
+// (kernel/dual_gemm.cuh) computes both products per CTA (a weight tile of 64 rows of B1 and
+// the same 64 rows of B2), applies act * mul to the fully reduced fp32 sums and writes the
+// output with TMA stores (collective/epilogue_dual.cuh). Two launches, no product in global
+// memory. Same numerics as the composed path: each accumulator scaled by its alpha in fp32,
+// the activation in fp32, one rounding at the end.
 //
-// Scratch: two fp32 products of at most kScratchBudget bytes together; larger problems
-// run in row chunks of a multiple of 128 rows (scales_from_row: a blocked-scale operand
-// sliced at such a row is again a blocked operand), then the GEMM's own workspace (pre-decoded tokens).
+// Composed path (one or two tokens, whose GEMM runs as GEMVs; token workspace over 1 GiB):
+// two sm90a GEMMs with fp32 outputs in the caller's workspace, then one elementwise pass
+// (act, product, one rounding to the output dtype). The second GEMM reads the tokens the
+// first one pre-decoded (gemm_same_tokens). Scratch: two fp32 products of at most
+// kScratchBudget bytes together; larger problems run in row chunks of a multiple of 128 rows
+// (scales_from_row: a blocked-scale operand sliced at such a row is again a blocked operand),
+// then the GEMM's own workspace (pre-decoded tokens).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <stdint.h>
 
+#include <cuda.h>
+
 #include "../common/activation.hpp"
 #include "../common/cuda_check.hpp"
+#include "../common/device_cache.hpp"
+#include "dual_plan.hpp"
 #include "gemm_parts.hpp"
+#include "kernel/dual_gemm.cuh"
 #include "launch.hpp"
 #include "launchers.hpp"
+#include "tma.hpp"
 
 namespace nvfp4::sm90 {
 
@@ -127,7 +133,9 @@ GemmProblem product(const DualGemmProblem& p, int64_t m0, int64_t rows, const Fp
   return g;
 }
 
-struct Plan {
+// ---- composed path ------------------------------------------------------------------
+
+struct ComposedPlan {
   int64_t rows = 0;          // per chunk
   size_t product_bytes = 0;  // one fp32 product of a full chunk (rounded to kAlign)
   size_t gemm_bytes = 0;     // the GEMMs' own workspace
@@ -136,7 +144,7 @@ struct Plan {
 
 // NOT_SUPPORTED (nothing launched) when a GEMM of the first chunk would refuse: every
 // chunk has the same operands, strides and layouts, and no more rows than the first.
-nvfp4_status_t plan_dual(const DualGemmProblem& p, const Exec& exec, Plan* plan) {
+nvfp4_status_t plan_composed(const DualGemmProblem& p, const Exec& exec, ComposedPlan* plan) {
   plan->rows = chunk_rows(p);
   plan->product_bytes = round_up(static_cast<size_t>(p.L * plan->rows * p.N) * sizeof(float));
   const GemmProblem g1 = product(p, 0, plan->rows, p.b1, p.sfb1, p.alpha1, nullptr);
@@ -149,21 +157,9 @@ nvfp4_status_t plan_dual(const DualGemmProblem& p, const Exec& exec, Plan* plan)
   return NVFP4_SUCCESS;
 }
 
-}  // namespace
-
-size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec& exec) {
-  if (p.L <= 0 || p.M <= 0 || p.N <= 0) return 0;
-  Plan plan;
-  if (plan_dual(p, exec, &plan) != NVFP4_SUCCESS) return 0;  // the portable kernel runs it: no scratch
-  return plan.total();
-}
-
-nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec) {
-  if (exec.cc_major != 9 || exec.cc_minor != 0)
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: needs a CC 9.0 device");
-  if (p.L <= 0 || p.M <= 0 || p.N <= 0) return NVFP4_SUCCESS;
-  Plan plan;
-  const nvfp4_status_t st = plan_dual(p, exec, &plan);
+nvfp4_status_t run_composed(const DualGemmProblem& p, const Exec& exec) {
+  ComposedPlan plan;
+  const nvfp4_status_t st = plan_composed(p, exec, &plan);
   if (st != NVFP4_SUCCESS) return st;
   if (exec.workspace == nullptr || exec.workspace_bytes < plan.total() ||
       reinterpret_cast<uintptr_t>(exec.workspace) % kAlign != 0)
@@ -213,6 +209,155 @@ nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec) {
     if (launched != NVFP4_SUCCESS) return launched;
   }
   return NVFP4_SUCCESS;
+}
+
+// ---- fused path -------------------------------------------------------------------------
+
+constexpr size_t kSmemFused = dynamic_smem_bytes<DualMainloop::SharedStorage>();
+
+// Clusters of s fused dual CTAs resident at once (a failed query counts as "no limit"); the
+// kernel's shared-memory limit is raised first.
+nvfp4_status_t query_device(int device, int sm_count_hint, DualDeviceNumbers* d) {
+  d->sm_count = sm_count_hint;
+  if (d->sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, device));
+  NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_dual_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                      static_cast<int>(kSmemFused)));
+  for (int s = 0; s <= kMaxSplits; ++s) {
+    if (s < 2) {
+      d->clusters[s] = 1 << 20;
+      continue;
+    }
+    LaunchShape shape;
+    shape.grid = dim3(static_cast<unsigned>(s), 1, 1);
+    shape.block = dim3(DualMainloop::kThreads, 1, 1);
+    shape.smem = kSmemFused;
+    shape.cluster_x = static_cast<unsigned>(s);
+    const LaunchConfig cfg(shape, nullptr);
+    int n = 0;
+    if (cudaOccupancyMaxActiveClusters(&n, nvfp4_sm90_dual_gemm_kernel, cfg.get()) != cudaSuccess) {
+      (void)cudaGetLastError();
+      n = 1 << 20;
+    }
+    d->clusters[s] = n;
+  }
+  return NVFP4_SUCCESS;
+}
+
+nvfp4_status_t device_numbers(const Exec& exec, DualDeviceNumbers* d) {
+  static PerDeviceCache<DualDeviceNumbers> cache;
+  return cache.get(exec.device, [&](DualDeviceNumbers& v) { return query_device(exec.device, exec.sm_count, &v); },
+                   d);
+}
+
+// The plan of p on exec's device (kEmpty for an empty problem). NOT_SUPPORTED only for a
+// device other than CC 9.0 or a failed device query.
+nvfp4_status_t plan_for(const DualGemmProblem& p, const Exec& exec, DualPlan* plan) {
+  if (exec.cc_major != 9 || exec.cc_minor != 0)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: needs a CC 9.0 device");
+  *plan = DualPlan{};
+  if (p.L <= 0 || p.M <= 0 || p.N <= 0) return NVFP4_SUCCESS;
+  DualDeviceNumbers dev;
+  const nvfp4_status_t st = device_numbers(exec, &dev);
+  if (st != NVFP4_SUCCESS) return st;
+  *plan = plan_dual(p, dev);
+  return NVFP4_SUCCESS;
+}
+
+DualParams dual_params(const DualGemmProblem& p, const DualPlan& plan) {
+  DualParams kp{};
+  GemmParams& g = kp.g;
+  g.M = p.M;
+  g.N = p.N;
+  g.K = p.K;
+  g.L = static_cast<int32_t>(p.L);
+  g.num_kb = plan.num_kb;
+  g.splits = plan.splits;
+  g.sf_blocked = p.sfb1.layout == NVFP4_SF_BLOCKED ? 1 : 0;
+  g.sf_mode = plan.sf_mode;
+  g.x_box_rows = plan.x_box_rows;
+  g.tiles_w = static_cast<int32_t>(plan.tiles_n);
+  g.tiles_x = static_cast<int32_t>(plan.tiles_x);
+  g.sf_w = ScaleSrc{p.sfb1.data, p.sfb1.row_stride, p.sfb1.batch_stride, p.N};
+  g.sf_x = ScaleSrc{p.sfa.data, p.sfa.row_stride, p.sfa.batch_stride, p.M};
+  g.alpha = p.alpha1.value;
+  g.alpha_ptr = p.alpha1.device_ptr;
+  g.c = p.c.data;
+  g.c_dtype = static_cast<int32_t>(p.c.dtype);
+  g.c_vec4 = plan.c_vec4;
+  g.c_row_stride = p.c.row_stride;
+  g.c_col_stride = p.c.col_stride;
+  g.c_batch_stride = p.c.batch_stride;
+  kp.sf_w2 = ScaleSrc{p.sfb2.data, p.sfb2.row_stride, p.sfb2.batch_stride, p.N};
+  kp.alpha2 = p.alpha2.value;
+  kp.alpha2_ptr = p.alpha2.device_ptr;
+  kp.act = static_cast<int32_t>(p.activation);
+  kp.store = plan.store;
+  kp.c_box_rows = plan.c_box_rows;
+  return kp;
+}
+
+// The fused kernel's tensor maps; false (nothing launched) where the weights' cannot be encoded.
+// The scale maps fall back to the plan's other scale load, the output map to plain stores.
+bool encode_fused_maps(const DualGemmProblem& p, DualParams& kp, const DualPlan& plan, CUtensorMap (&maps)[6]) {
+  CUtensorMap& w1 = maps[0];
+  CUtensorMap& w2 = maps[1];
+  CUtensorMap& sf1 = maps[3];
+  CUtensorMap& sf2 = maps[4];
+  CUtensorMap& c = maps[5];
+  constexpr uint32_t kHalf = static_cast<uint32_t>(kDualTileN);
+  if (!encode_fp4_map(&w1, p.b1, p.N, p.K, p.L, kHalf) || !encode_fp4_map(&w2, p.b2, p.N, p.K, p.L, kHalf))
+    return false;
+  sf1 = sf2 = c = w1;  // placeholders where unused
+  if (plan.sf_mode == kScaleTma && !(encode_linear_sf_map(&sf1, p.sfb1, p.N, p.K, p.L, kHalf) &&
+                                     encode_linear_sf_map(&sf2, p.sfb2, p.N, p.K, p.L, kHalf)))
+    kp.g.sf_mode = plan.sf_mode_without_tma;
+  if (plan.store == kDualStoreTma &&
+      !encode_out_map(&c, p.c, p.M, p.N, p.L, kHalf, static_cast<uint32_t>(plan.c_box_rows)))
+    kp.store = kDualStorePlain;
+  return true;
+}
+
+nvfp4_status_t run_fused(const DualGemmProblem& p, const Exec& exec, const DualPlan& plan) {
+  DualParams kp = dual_params(p, plan);
+  CUtensorMap maps[6];
+  if (!encode_fused_maps(p, kp, plan, maps))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: cuTensorMapEncodeTiled unavailable or rejected the weights");
+  if (exec.workspace == nullptr || exec.workspace_bytes < plan.workspace_bytes || !is_aligned(exec.workspace, 256))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: needs a %zu-byte workspace (256-byte aligned)",
+                plan.workspace_bytes);
+  if (!encode_token_map(&maps[2], exec.workspace, p.M, static_cast<int64_t>(plan.num_kb) * kBlockK, p.L,
+                        static_cast<uint32_t>(plan.x_box_rows)))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: cuTensorMapEncodeTiled rejected the workspace");
+  nvfp4_status_t st = launch_token_predecode(p.a, p.sfa, p.M, p.K, p.L, exec.workspace, exec);
+  if (st != NVFP4_SUCCESS) return st;
+  LaunchShape shape;
+  shape.grid = dim3(plan.grid[0], plan.grid[1], plan.grid[2]);
+  shape.block = dim3(DualMainloop::kThreads, 1, 1);
+  shape.smem = kSmemFused;
+  shape.cluster_x = static_cast<unsigned>(plan.splits);
+  shape.pdl = true;  // a programmatic dependent of the token pass (dual_gemm.cuh)
+  return launch(nvfp4_sm90_dual_gemm_kernel, shape, cuda_stream(exec), maps[0], maps[1], maps[2], maps[3], maps[4],
+                maps[5], kp);
+}
+
+}  // namespace
+
+size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec& exec) {
+  DualPlan plan;
+  if (plan_for(p, exec, &plan) != NVFP4_SUCCESS || plan.path == DualPath::kEmpty) return 0;
+  if (plan.path == DualPath::kFused) return plan.workspace_bytes;
+  ComposedPlan composed;
+  if (plan_composed(p, exec, &composed) != NVFP4_SUCCESS) return 0;  // the portable kernel runs it: no scratch
+  return composed.total();
+}
+
+nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec) {
+  DualPlan plan;
+  const nvfp4_status_t st = plan_for(p, exec, &plan);
+  if (st != NVFP4_SUCCESS) return st;
+  if (plan.path == DualPath::kEmpty) return NVFP4_SUCCESS;
+  if (plan.path == DualPath::kFused) return run_fused(p, exec, plan);
+  return run_composed(p, exec);
 }
 
 }  // namespace nvfp4::sm90

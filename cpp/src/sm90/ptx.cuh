@@ -115,6 +115,22 @@ __device__ __forceinline__ void tma_load_3d(void* smem_dst, const void* desc, ui
       : "memory");
 }
 
+// 3-D tiled store shared -> global (the dual GEMM's output tile): elements outside the
+// tensor map's dimensions are not written. Completion: bulk async-groups (below).
+__device__ __forceinline__ void tma_store_3d(const void* desc, uint32_t smem_src, int32_t c0, int32_t c1,
+                                             int32_t c2) {
+  asm volatile("cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%2, %3, %4}], [%1];" ::"l"(
+                   reinterpret_cast<uint64_t>(desc)),
+               "r"(smem_src), "r"(c0), "r"(c1), "r"(c2)
+               : "memory");
+}
+__device__ __forceinline__ void bulk_commit_group() { asm volatile("cp.async.bulk.commit_group;" ::: "memory"); }
+// Waits until every committed bulk store of this thread has finished reading shared memory
+// (the CTA may then exit; the global writes complete with the grid).
+__device__ __forceinline__ void bulk_wait_group_read0() {
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
 // L2 prefetch of one line. A hint only: nothing reaches shared memory or registers, and
 // L2 is the point of coherence, so it may run before griddepcontrol.wait (a line that the
 // preceding grid still writes is updated in L2; the real loads come after the wait).

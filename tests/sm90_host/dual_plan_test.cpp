@@ -1,0 +1,302 @@
+// CPU unit test of the sm90a dual GEMM plan (cpp/src/sm90/dual_plan.hpp): which problems the
+// fused dual kernel takes (the rest go to the composed path), its split-K, grid, scale-load
+// mode, output store mode and box, and token workspace. Plain C++ (no CUDA): compiled and run
+// by tests/test_sm90_plans.py with the host C++ compiler (nvcc as a fallback).
+//
+// Checks:
+//  1. what leaves the fused kernel (empty, K, one or two tokens, alignment, layouts, grid,
+//     workspace cap), and that A's scale layout and alignment do not matter;
+//  2. the split and grid of the four benchmark shapes on an H100's numbers (132 SMs, the
+//     cluster capacities of 16- and 18-SM GPCs);
+//  3. the scale-load mode per layout and alignment, the output store mode and box rows;
+//  4. invariants over random shapes and device numbers: splits within limits, K slices of at
+//     least one promotion chain, no split worse than one CTA per tile by the model, every
+//     (tile, K block) computed once (the tile scheduler's formula), the epilogue's row
+//     shares covering the 128 rows in whole store boxes, the workspace = the token workspace.
+// Prints "N passed, N failed".
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <random>
+#include <vector>
+
+#include "common/formats.h"
+#include "sm90/dual_plan.hpp"
+
+using namespace nvfp4;
+using namespace nvfp4::sm90;
+
+#include "../host_check.hpp"
+
+static const uint8_t* addr(uintptr_t a) { return reinterpret_cast<const uint8_t*>(a); }
+
+// A dense dual problem: packed rows of K/2 bytes, linear (or blocked) scales, output of `dt`
+// row-major, every base 256-byte aligned.
+static DualGemmProblem dense(int64_t M, int64_t N, int64_t K, int64_t L = 1,
+                             nvfp4_sf_layout_t layout = NVFP4_SF_LINEAR, DType dt = DType::kFloat16) {
+  DualGemmProblem p;
+  p.L = L;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.a = Fp4Operand{addr(1u << 20), K / 2, M * K / 2};
+  p.b1 = Fp4Operand{addr(1u << 28), K / 2, N * K / 2};
+  p.b2 = Fp4Operand{addr(2u << 28), K / 2, N * K / 2};
+  const int64_t sfa_batch = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(M, K) : M * (K / 16);
+  const int64_t sfb_batch = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(N, K) : N * (K / 16);
+  p.sfa = ScaleOperand{addr(3u << 28), layout, K / 16, sfa_batch};
+  p.sfb1 = ScaleOperand{addr(5u << 28), layout, K / 16, sfb_batch};
+  p.sfb2 = ScaleOperand{addr(6u << 28), layout, K / 16, sfb_batch};
+  p.c.data = reinterpret_cast<void*>(uintptr_t{7} << 28);
+  p.c.dtype = dt;
+  p.c.row_stride = N;
+  p.c.col_stride = 1;
+  p.c.batch_stride = M * N;
+  return p;
+}
+
+// H100 SXM: 132 SMs in GPCs of 16 (x6) and 18 (x2) SMs; clusters of s CTAs (one per SM) per GPC.
+static DualDeviceNumbers h100() {
+  DualDeviceNumbers d;
+  d.sm_count = 132;
+  for (int s = 0; s <= kMaxSplits; ++s) d.clusters[s] = s < 2 ? 1 << 20 : 6 * (16 / s) + 2 * (18 / s);
+  return d;
+}
+
+static const char* path_name(DualPath p) {
+  switch (p) {
+    case DualPath::kEmpty: return "empty";
+    case DualPath::kFused: return "fused";
+    case DualPath::kComposed: return "composed";
+  }
+  return "?";
+}
+
+static bool same_reason(const char* a, const char* b) {
+  return (a == nullptr && b == nullptr) || (a != nullptr && b != nullptr && strcmp(a, b) == 0);
+}
+
+// ---------------------------------------------------------------------------
+// 1. What the fused kernel takes
+// ---------------------------------------------------------------------------
+static void expect_composed(const DualGemmProblem& p, const char* why, const char* what) {
+  const DualPlan g = plan_dual(p, h100());
+  CHECK(g.path == DualPath::kComposed && same_reason(g.unsupported, why), "%s: %s (%s)", what, path_name(g.path),
+        g.unsupported ? g.unsupported : "no reason");
+}
+
+static void test_support() {
+  const DualDeviceNumbers dev = h100();
+  {
+    const DualPlan g = plan_dual(dense(256, 512, 1024), dev);
+    CHECK(g.path == DualPath::kFused && g.unsupported == nullptr, "dense: %s", path_name(g.path));
+  }
+  for (int which = 0; which < 3; ++which) {
+    DualGemmProblem e = dense(256, 512, 1024);
+    e.K = 33;
+    (which == 0 ? e.M : which == 1 ? e.N : e.L) = 0;
+    const DualPlan g = plan_dual(e, dev);
+    CHECK(g.path == DualPath::kEmpty && g.workspace_bytes == 0, "empty %d: %s", which, path_name(g.path));
+  }
+  for (int64_t K : {int64_t{0}, int64_t{16}, int64_t{48}}) {
+    DualGemmProblem q = dense(256, 512, 1024);
+    q.K = K;
+    expect_composed(q, "sm90a dual gemm: K must be a multiple of 32", "K");
+  }
+  for (int64_t M : {int64_t{1}, int64_t{2}}) expect_composed(dense(M, 512, 1024), "sm90a dual gemm: one or two tokens run as GEMVs", "M <= 2");
+  {
+    const DualPlan g = plan_dual(dense(3, 512, 1024), dev);
+    CHECK(g.path == DualPath::kFused && g.x_box_rows == 8, "M = 3: %s box %d", path_name(g.path), g.x_box_rows);
+  }
+  const char* kAlign = "sm90a dual gemm: fp4 operands need 16-byte aligned bases and strides";
+  {
+    DualGemmProblem q = dense(256, 512, 1024);
+    q.b2.data = addr((2u << 28) + 8);
+    expect_composed(q, kAlign, "b2 base");
+    q = dense(256, 512, 1024);
+    q.b1.row_stride = 520;
+    expect_composed(q, kAlign, "b1 row stride");
+    q = dense(256, 512, 1024);
+    q.a.row_stride = 520;
+    expect_composed(q, kAlign, "a row stride");
+    q = dense(256, 512, 1024, 2);
+    q.b2.batch_stride += 8;
+    expect_composed(q, kAlign, "b2 batch stride");
+    q = dense(256, 512, 1024, 1);
+    q.b2.batch_stride += 8;  // unused with L == 1
+    CHECK(plan_dual(q, dev).path == DualPath::kFused, "batch stride of one batch checked");
+  }
+  {
+    DualGemmProblem q = dense(256, 512, 1024);
+    q.sfb2.layout = NVFP4_SF_BLOCKED;
+    expect_composed(q, "sm90a dual gemm: mixed scale layouts", "mixed");
+    // A's scales reach only the token pass: any layout and alignment
+    q = dense(256, 512, 1024);
+    q.sfa.layout = NVFP4_SF_BLOCKED;
+    q.sfa.data = addr((3u << 28) + 1);
+    const DualPlan g = plan_dual(q, dev);
+    CHECK(g.path == DualPath::kFused && g.sf_mode == kScaleTma, "A's scales: %s mode %d", path_name(g.path),
+          g.sf_mode);
+  }
+  expect_composed(dense(65535LL * 128 + 1, 512, 1024), "sm90a dual gemm: grid too large", "tiles_x");
+  expect_composed(dense(256, 512, 1024, 65536), "sm90a dual gemm: grid too large", "L");
+  // token workspace: 2 bytes per token element, 1 GiB at most
+  expect_composed(dense(32768 + 128, 256, 16384), "sm90a dual gemm: token workspace over 1 GiB", "workspace");
+  CHECK(plan_dual(dense(32768, 256, 16384), dev).path == DualPath::kFused, "1 GiB of tokens refused");
+}
+
+// ---------------------------------------------------------------------------
+// 2. The benchmark shapes (H100)
+// ---------------------------------------------------------------------------
+static void test_known_shapes() {
+  const DualDeviceNumbers dev = h100();
+  struct Want {
+    int64_t M, N, K;
+    int splits;
+  } wants[] = {
+      {256, 4096, 7168, 1},  // 128 tiles <= 132 SMs
+      {512, 4096, 7168, 1},  // 256 tiles: two rounds either way; splitting only adds reductions
+      {256, 3072, 4096, 4},  // 96 tiles: 3 rounds of 32 clusters x 8 blocks (30) < 1 round of 32 (34)
+      {512, 3072, 7168, 2},  // 192 tiles: 3 rounds x 28 blocks (90) < 2 x 56 (116)
+  };
+  for (const Want& w : wants) {
+    for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
+      const DualPlan g = plan_dual(dense(w.M, w.N, w.K, 1, layout), dev);
+      CHECK(g.path == DualPath::kFused && g.splits == w.splits, "%lldx%lldx%lld: %s splits %d (want %d)",
+            static_cast<long long>(w.M), static_cast<long long>(w.N), static_cast<long long>(w.K), path_name(g.path),
+            g.splits, w.splits);
+      CHECK(g.tiles_n == w.N / 64 && g.tiles_x == w.M / 128 && g.num_kb == w.K / 128, "tiles");
+      CHECK(g.grid[0] == static_cast<uint32_t>(g.tiles_n * g.splits) && g.grid[1] == static_cast<uint32_t>(g.tiles_x) &&
+                g.grid[2] == 1,
+            "grid %u %u %u", g.grid[0], g.grid[1], g.grid[2]);
+      CHECK(g.workspace_bytes == token_workspace_bytes(w.M, w.K, 1) && g.x_box_rows == 128, "workspace %zu",
+            g.workspace_bytes);
+      CHECK(g.sf_mode == (layout == NVFP4_SF_BLOCKED ? kScaleBulk : kScaleTma), "mode %d", g.sf_mode);
+      CHECK(g.store == kDualStoreTma && g.c_box_rows == 128 / g.splits, "store %d box %d", g.store, g.c_box_rows);
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------
+// 3. Scale-load mode, store mode, store box
+// ---------------------------------------------------------------------------
+static void test_modes() {
+  const DualDeviceNumbers dev = h100();
+  struct ModeCase {
+    int64_t K;
+    nvfp4_sf_layout_t layout;
+    int32_t mode;
+  } modes[] = {
+      {1024, NVFP4_SF_BLOCKED, kScaleBulk},     // K % 128 == 0
+      {1056, NVFP4_SF_BLOCKED, kScaleCpAsync},  // K tail: per-row loads
+      {4096, NVFP4_SF_LINEAR, kScaleTma},       // 256-byte scale rows
+      {4160, NVFP4_SF_LINEAR, kScaleCpAsync},   // 260-byte rows: 4-byte aligned only
+      {96, NVFP4_SF_LINEAR, kScaleSync},        // 6-byte rows
+  };
+  for (const ModeCase& c : modes) {
+    const DualPlan g = plan_dual(dense(300, 200, c.K, 2, c.layout), dev);
+    CHECK(g.path == DualPath::kFused && g.sf_mode == c.mode, "K=%lld layout %d: mode %d (want %d)",
+          static_cast<long long>(c.K), static_cast<int>(c.layout), g.sf_mode, c.mode);
+  }
+  {
+    DualGemmProblem q = dense(300, 200, 4096);
+    q.sfb2.data = addr((6u << 28) + 4);  // one operand's misalignment decides for both
+    const DualPlan g = plan_dual(q, dev);
+    CHECK(g.sf_mode == kScaleCpAsync && g.sf_mode_without_tma == kScaleCpAsync, "b2 misaligned: %d", g.sf_mode);
+    q = dense(300, 200, 4096, 1, NVFP4_SF_BLOCKED);
+    q.sfb1.data = addr((5u << 28) + 8);
+    CHECK(plan_dual(q, dev).sf_mode == kScaleCpAsync, "blocked b1 misaligned");
+  }
+  // output: TMA where 16-byte aligned rows, batches and base, unit column stride
+  struct StoreCase {
+    int64_t M, N, L;
+    DType dt;
+    int32_t store;
+  } stores[] = {
+      {300, 200, 1, DType::kFloat16, kDualStoreTma},   // 400-byte rows
+      {300, 8, 3, DType::kBFloat16, kDualStoreTma},    // 16-byte rows
+      {300, 7, 1, DType::kFloat16, kDualStorePlain},   // 14-byte rows
+      {129, 129, 1, DType::kFloat32, kDualStorePlain},  // 516-byte rows
+      {129, 4, 3, DType::kFloat32, kDualStoreTma},     // 16-byte rows, 2064-byte batches
+      {7, 200, 3, DType::kFloat16, kDualStoreTma},     // batches of 7 x 400 bytes
+  };
+  for (const StoreCase& c : stores) {
+    const DualPlan g = plan_dual(dense(c.M, c.N, 96, c.L, NVFP4_SF_LINEAR, c.dt), dev);
+    CHECK(g.store == c.store, "%lldx%lld L=%lld dtype %d: store %d (want %d)", static_cast<long long>(c.M),
+          static_cast<long long>(c.N), static_cast<long long>(c.L), static_cast<int>(c.dt), g.store, c.store);
+  }
+  {
+    DualGemmProblem q = dense(300, 200, 96);
+    q.c.col_stride = 2;
+    CHECK(plan_dual(q, dev).store == kDualStorePlain, "column stride");
+    q = dense(300, 200, 96);
+    q.c.data = reinterpret_cast<void*>((uintptr_t{7} << 28) + 2);
+    CHECK(plan_dual(q, dev).store == kDualStorePlain, "base + 2 bytes");
+    q = dense(300, 208, 96, 2);
+    q.c.batch_stride = 300 * 208 + 4;
+    CHECK(plan_dual(q, dev).store == kDualStorePlain, "batch stride of 8 bytes modulo 16");
+    q = dense(300, 208, 96, 1);
+    q.c.batch_stride = 3;  // unused with L == 1
+    CHECK(plan_dual(q, dev).store == kDualStoreTma, "batch stride of one batch checked");
+  }
+  const int boxes[kMaxSplits + 1] = {0, 128, 64, 8, 32, 8, 8, 8, 16};
+  for (int s = 1; s <= kMaxSplits; ++s)
+    CHECK(dual_store_box_rows(s) == boxes[s], "box rows of %d splits: %d", s, dual_store_box_rows(s));
+}
+
+// ---------------------------------------------------------------------------
+// 4. Invariants
+// ---------------------------------------------------------------------------
+static int64_t model_cost(const DualDeviceNumbers& dev, int64_t tiles, int32_t num_kb, int s) {
+  const int64_t slots = dual_cluster_slots(dev, s);
+  return (tiles + slots - 1) / slots * ((num_kb + s - 1) / s + kDualFixedBlocks);
+}
+
+static void test_invariants() {
+  std::mt19937_64 rng(12345);
+  auto pick = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  for (int iter = 0; iter < 3000; ++iter) {
+    DualDeviceNumbers dev;
+    dev.sm_count = static_cast<int>(pick(1, 160));
+    for (int s = 2; s <= kMaxSplits; ++s) dev.clusters[s] = rng() % 4 == 0 ? 1 << 20 : static_cast<int>(pick(0, 80));
+    const int64_t M = pick(3, 3000), N = pick(1, 9000), K = 32 * pick(1, 300), L = pick(1, 4);
+    const DualPlan g = plan_dual(dense(M, N, K, L), dev);
+    CHECK(g.path == DualPath::kFused, "%lldx%lldx%lld: %s", static_cast<long long>(M), static_cast<long long>(N),
+          static_cast<long long>(K), path_name(g.path));
+    const int s = g.splits;
+    CHECK(s >= 1 && s <= kMaxSplits && (s == 1 || g.num_kb / s >= kDualMinBlocksPerSplit), "splits %d kb %d", s,
+          g.num_kb);
+    CHECK(s == 1 || dual_cluster_slots(dev, s) > 0, "splits %d with no resident cluster", s);
+    CHECK(model_cost(dev, g.tiles, g.num_kb, s) <= model_cost(dev, g.tiles, g.num_kb, 1), "split %d costs more", s);
+    CHECK(g.tiles == g.tiles_n * g.tiles_x * L && g.tiles_n == (N + 63) / 64 && g.tiles_x == (M + 127) / 128, "tiles");
+    CHECK(g.workspace_bytes == token_workspace_bytes(M, K, L), "workspace");
+    // tile_scheduler.cuh: cluster rank q computes K blocks [num_kb q / s, num_kb (q + 1) / s)
+    int32_t next = 0;
+    bool whole = true;
+    for (int q = 0; q < s; ++q) {
+      const int32_t b = static_cast<int32_t>(static_cast<int64_t>(g.num_kb) * q / s);
+      const int32_t e = static_cast<int32_t>(static_cast<int64_t>(g.num_kb) * (q + 1) / s);
+      whole = whole && b == next && e > b;
+      next = e;
+    }
+    CHECK(whole && next == g.num_kb, "K slices of %d splits over %d blocks", s, g.num_kb);
+    // epilogue_dual.cuh: rank q stores rows [8 (16 q / s), 8 (16 (q + 1) / s)) in boxes of c_box_rows
+    int rows_next = 0;
+    bool boxed = true;
+    for (int q = 0; q < s; ++q) {
+      const int r0 = 8 * (q * 16 / s), r1 = 8 * ((q + 1) * 16 / s);
+      boxed = boxed && r0 == rows_next && r1 > r0 && (r1 - r0) % g.c_box_rows == 0;
+      rows_next = r1;
+    }
+    CHECK(boxed && rows_next == 128, "row shares of %d splits, box %d", s, g.c_box_rows);
+  }
+}
+
+int main() {
+  test_support();
+  test_known_shapes();
+  test_modes();
+  test_invariants();
+  return check_summary();
+}
