@@ -61,5 +61,14 @@ for be in backends:
             a, sa, b, sb = fp4(L, M, K // 2), sf(L, M, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
             nvfp4.gemm(a, nvfp4.swizzle_scales(sa), b, nvfp4.swizzle_scales(sb), sf_layout="blocked", backend=be)
             nvfp4.gemm(a, sa, b, sb, backend=be)
+        # the fused dual kernel (cpp/src/sm90/dual_plan.hpp): split-K clusters (8 and 3 CTAs on an
+        # H100: the run-time and the compile-time reduction), bulk-copied blocked and TMA-loaded
+        # linear scales, TMA stores (N = 200, 520) and plain stores (N = 7)
+        for M, N, K, L in [(129, 200, 4096, 1), (300, 520, 2048, 3), (7, 7, 256, 2)]:
+            a, sa, b, sb = fp4(L, M, K // 2), sf(L, M, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
+            b2, sb2 = fp4(L, N, K // 2), sf(L, N, K // 16)
+            sw = nvfp4.swizzle_scales
+            nvfp4.dual_gemm(a, sw(sa), b, sw(sb), b2, sw(sb2), sf_layout="blocked", backend=be)
+            nvfp4.dual_gemm(a, sa, b, sb, b2, sb2, activation="gelu_tanh", out_dtype="float32", backend=be)
 cp.cuda.runtime.deviceSynchronize()
 print("sanitize smoke: ran every op on backends", backends)
