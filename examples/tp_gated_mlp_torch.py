@@ -84,6 +84,22 @@ def step_time_us(fn, iters, dev):
     return (time.perf_counter() - t0) / iters * 1e6
 
 
+def graph_time_us(fn, iters, dev):
+    """Per-step time of back-to-back replays of one CUDA graph of `fn` (None on the CPU)."""
+    if dev.type != "cuda":
+        return None
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return step_time_us(g.replay, iters, dev)
+
+
 def reference_mlp(x, w1, sf1, w3, sf3, w2, sf2, g1, g3, g2, s_h):
     """float64 reference of the unsharded MLP (the tokens' quantization is the op's own)."""
     f32 = lambda t: np.float32(t.cpu().numpy().reshape(-1)[0])  # noqa: E731
@@ -137,23 +153,33 @@ def worker(rank, world, args):
         dist.all_reduce(y)
         return y
 
-    y_tp = tp_step()
+    y_tp = tp_step().clone()
+    # times: [eager step, graph step, eager shard work alone, eager all-reduce alone]
     dist.barrier()
-    t_one = step_time_us(lambda: mlp(*full), args.iters, dev) if rank == 0 else 0.0
+    t_one = [step_time_us(lambda: mlp(*full), args.iters, dev), graph_time_us(lambda: mlp(*full), args.iters, dev)]\
+        if rank == 0 else [0.0, None]
     dist.barrier()
-    t_tp = torch.tensor([step_time_us(tp_step, args.iters, dev)], device=dev)
-    dist.all_reduce(t_tp, op=dist.ReduceOp.MAX)
+    y_part = mlp(*mine)
+    t_tp = [step_time_us(tp_step, args.iters, dev), graph_time_us(tp_step, args.iters, dev),
+            step_time_us(lambda: mlp(*mine), args.iters, dev), step_time_us(lambda: dist.all_reduce(y_part), args.iters, dev)]
+    gathered = torch.tensor([-1.0 if t is None else t for t in t_tp], device=dev)
+    dist.all_reduce(gathered, op=dist.ReduceOp.MAX)  # the slowest rank sets the pace
+    t_tp = [None if t < 0 else t for t in gathered.tolist()]
     if rank == 0:
         want = reference_mlp(*full)
         e_tp, e_one = rel_err(y_tp, want), rel_err(mlp(*full), want)
         name = "CPU (gloo)" if args.cpu else torch.cuda.get_device_name(dev)
-        tp = t_tp.item()
         print(f"gated MLP, M={M} H={H} I={I}: nvfp4 weights and activations, bf16 h, fp32 y; {name}")
-        unit = "process" if args.cpu else "GPU"
-        print(f"  1 {unit}: {t_one:9.1f} µs/step   {M / t_one:8.3f} M tokens/s")
-        print(f"  {world} {unit}s: {tp:8.1f} µs/step   {M / tp:8.3f} M tokens/s  "
-              f"({M / tp / world:.3f} per {unit}), {t_one / tp:.2f}x the 1-{unit} step")
-        print(f"  ‖y − ref‖/‖ref‖ against the float64 reference: 1 {unit} {e_one:.2e}, {world} {unit}s {e_tp:.2e}")
+        unit, units = ("process", "processes") if args.cpu else ("GPU", "GPUs")
+        for label, t, n in [("eager", 0, 1), ("eager", 0, world), ("CUDA graph", 1, 1), ("CUDA graph", 1, world)]:
+            us = (t_one if n == 1 else t_tp)[t]
+            if us is None:
+                continue
+            speed = "" if n == 1 else f" ({M / us / n:.3f} per {unit}), {(t_one[t] or us) / us:.2f}x the 1-{unit} step"
+            print(f"  {label:10s} {n} {units if n > 1 else unit}: {us:8.1f} µs/step  {M / us:7.3f} M tokens/s{speed}")
+        print(f"  of the eager {world}-{unit} step: shard work {t_tp[2]:.1f} µs, all-reduce of "
+              f"{M * H * 4 / 2**20:.1f} MiB fp32 {t_tp[3]:.1f} µs")
+        print(f"  ‖y − ref‖/‖ref‖ against the float64 reference: 1 {unit} {e_one:.2e}, {world} {units} {e_tp:.2e}")
         ok = e_tp < args.tol and e_one < args.tol
         print("  matches the float64 reference" if ok else f"  MISMATCH (tolerance {args.tol:g})")
         sys.stdout.flush()
