@@ -104,7 +104,8 @@ static void test_support() {
     q.K = K;
     expect_composed(q, "sm90a dual gemm: K must be a multiple of 32", "K");
   }
-  for (int64_t M : {int64_t{1}, int64_t{2}}) expect_composed(dense(M, 512, 1024), "sm90a dual gemm: one or two tokens run as GEMVs", "M <= 2");
+  for (int64_t M : {int64_t{1}, int64_t{2}})
+    expect_composed(dense(M, 512, 1024), "sm90a dual gemm: one or two tokens run as GEMVs", "M <= 2");
   {
     const DualPlan g = plan_dual(dense(3, 512, 1024), dev);
     CHECK(g.path == DualPath::kFused && g.x_box_rows == 8, "M = 3: %s box %d", path_name(g.path), g.x_box_rows);
@@ -255,7 +256,9 @@ static int64_t model_cost(const DualDeviceNumbers& dev, int64_t tiles, int32_t n
 
 static void test_invariants() {
   std::mt19937_64 rng(12345);
-  auto pick = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1)); };
+  auto pick = [&](int64_t lo, int64_t hi) {
+    return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
+  };
   for (int iter = 0; iter < 3000; ++iter) {
     DualDeviceNumbers dev;
     dev.sm_count = static_cast<int>(pick(1, 160));

@@ -321,7 +321,8 @@ nvfp4_status_t run_fused(const DualGemmProblem& p, const Exec& exec, const DualP
   DualParams kp = dual_params(p, plan);
   CUtensorMap maps[6];
   if (!encode_fused_maps(p, kp, plan, maps))
-    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: cuTensorMapEncodeTiled unavailable or rejected the weights");
+    return fail(NVFP4_ERROR_NOT_SUPPORTED,
+                "sm90a dual gemm: cuTensorMapEncodeTiled unavailable or rejected the weights");
   if (exec.workspace == nullptr || exec.workspace_bytes < plan.workspace_bytes || !is_aligned(exec.workspace, 256))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: needs a %zu-byte workspace (256-byte aligned)",
                 plan.workspace_bytes);

@@ -123,8 +123,8 @@ __device__ __forceinline__ void dual_produce(DualMainloop::SharedStorage& s, con
   const DualMainloop::TmaDescs tx_desc{tm.w1, tm.xh, tm.sfw1};  // load_x reads .xh only
   const bool tx_only = g.sf_mode == kScaleBulk || g.sf_mode == kScaleTma;
   const uint32_t sf_bytes = tx_only ? 2 * kDualHalfSf : 0u;
-  const uint32_t tx = DualMainloop::kBlockW * DualMainloop::kPackedRow + 2u * 128u * static_cast<uint32_t>(g.x_box_rows) +
-                      sf_bytes;
+  const uint32_t tx = DualMainloop::kBlockW * DualMainloop::kPackedRow +
+                      2u * 128u * static_cast<uint32_t>(g.x_box_rows) + sf_bytes;
   const int early = nkb < kStages ? nkb : kStages;  // token tiles deferred past the wait
   const int32_t n0i = static_cast<int32_t>(n0);
   int stage = 0, phase = 0;
@@ -171,7 +171,8 @@ __device__ __forceinline__ void dual_produce(DualMainloop::SharedStorage& s, con
 }
 
 __global__ void __launch_bounds__(DualMainloop::kThreads, 1)
-    nvfp4_sm90_dual_gemm_kernel(const __grid_constant__ CUtensorMap tmap_w1, const __grid_constant__ CUtensorMap tmap_w2,
+    nvfp4_sm90_dual_gemm_kernel(const __grid_constant__ CUtensorMap tmap_w1,
+                                const __grid_constant__ CUtensorMap tmap_w2,
                                 const __grid_constant__ CUtensorMap tmap_xh,
                                 const __grid_constant__ CUtensorMap tmap_sfw1,
                                 const __grid_constant__ CUtensorMap tmap_sfw2,
