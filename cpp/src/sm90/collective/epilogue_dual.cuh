@@ -18,8 +18,8 @@
 // 8-row groups so that its share is a whole number of store boxes.
 //
 // Registers: every thread of the CTA runs this, the producer warpgroup at its 56-register cap
-// (setmaxnreg), so S is a compile-time constant only for 2..4 (2 S float4 per unit in flight);
-// 1 and 5..8 loop (the GEMM's epilogue spilled with S float4 at 5..8 in 48 registers).
+// (setmaxnreg), so S is a compile-time constant only for 1..4 (2 S float4 per unit in flight);
+// 5..8 loop (the GEMM's epilogue spilled with S float4 at 5..8 in 48 registers).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -125,7 +125,9 @@ struct EpilogueDual {
     const uint32_t out_addr = tile_addr + kOutOffset;
     const int units = rows * (kTileN / 4);
     const int64_t cbase = static_cast<int64_t>(l) * g.c_batch_stride;
-#pragma unroll 1
+    // S = 1 (a lone CTA): two units' shared-memory loads in flight; more splits keep one unit
+    // (2 S float4 already)
+#pragma unroll(S == 1 ? 2 : 1)
     for (int u = threadIdx.x; u < units; u += blockDim.x) {
       const int xr = row_begin + u / (kTileN / 4);
       const int wc = (u % (kTileN / 4)) * 4;
@@ -161,6 +163,7 @@ struct EpilogueDual {
     else
       ptx::cluster_sync();  // all S tiles written
     switch (splits) {
+      case 1: reduce_rows<1>(p, ta, rank, row_begin, rows, n0, x0, l, alpha1, alpha2); break;
       case 2: reduce_rows<2>(p, ta, rank, row_begin, rows, n0, x0, l, alpha1, alpha2); break;
       case 3: reduce_rows<3>(p, ta, rank, row_begin, rows, n0, x0, l, alpha1, alpha2); break;
       case 4: reduce_rows<4>(p, ta, rank, row_begin, rows, n0, x0, l, alpha1, alpha2); break;
