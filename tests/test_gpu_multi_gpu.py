@@ -250,7 +250,9 @@ def test_graph_captured_on_the_second_device_replays_new_inputs(rng):
             nvfp4.gemm(*d, out_dtype="float32")  # warm-up outside capture
         torch.cuda.current_stream().wait_stream(s)
         g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
+        # torch.cuda.graph's default capture stream is created once per process, on whatever
+        # device was current then: capture on a stream of cuda:1 explicitly
+        with torch.cuda.graph(g, stream=s):
             out = nvfp4.gemm(*d, out_dtype="float32")
         for x, new in zip(d, _on(DEV1, *second)):
             x.copy_(new)
