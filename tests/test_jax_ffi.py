@@ -511,3 +511,73 @@ def test_gpu_pipeline_repeated(rng):
     qw, sw, gw = nvfp4.quantize(np.asarray(w))
     assert_matches(first[0], R.gemm_ref(qx, sx, qw, sw, alpha=float(gx[0] * gw[0])))
     same(first[1], nvfp4.dequantize(qx, sx, global_scale=float(gx[0])))
+
+
+_COMMAND_BUFFER_SCRIPT = r'''
+import os, sys
+os.environ["XLA_FLAGS"] = (f"--xla_dump_to={sys.argv[1]} --xla_gpu_enable_command_buffer=FUSION,CUSTOM_CALL "
+                           "--xla_gpu_graph_min_graph_size=1")
+os.environ["XLA_PYTHON_CLIENT_PREALLOCATE"] = "false"
+import jax, numpy as np
+import nvfp4.jax as nj
+dev = jax.devices("gpu")[0]
+rng = np.random.default_rng(int(sys.argv[2]))
+put = lambda x: jax.device_put(x, dev)
+
+def mlp(x, w1, s1, w3, s3, w2, s2, g1, g3, g2):
+    xq, xs, gx = nj.quantize(x)
+    h = nj.dual_gemm(xq, xs, w1, s1, w3, s3, alpha1=gx * g1, alpha2=gx * g3, out_dtype="bfloat16")
+    hq, hs, gh = nj.quantize(h)
+    return nj.gemm(hq, hs, w2, s2, alpha=gh * g2, out_dtype="float32")
+
+ws = [nj.quantize(put((rng.standard_normal(s) * 0.05).astype(np.float32)))
+      for s in [(768, 1024), (768, 1024), (1024, 768)]]
+weights = [a for w in ws for a in w[:2]] + [w[2] for w in ws]
+jitted = jax.jit(mlp)
+for trial in range(3):  # the command buffer is recorded once, then updated with new buffers
+    x = put(rng.standard_normal((200, 1024)).astype(np.float32))
+    got = np.asarray(jitted(x, *weights))
+    want = np.asarray(mlp(x, *weights))  # eager: one executable per op
+    assert np.array_equal(got, want), f"trial {trial}: jit differs from eager, max {np.abs(got - want).max()}"
+print("jit == eager")
+'''
+
+
+def _computations(hlo: str):
+    """{computation name: body} of an HLO module's text."""
+    comps, name, body = {}, None, []
+    for line in hlo.splitlines():
+        if line.endswith("{") and not line.startswith(" ") and "(" in line:
+            name, body = line.split("(")[0].replace("ENTRY", "").strip().lstrip("%"), []
+        elif line.startswith("}") and name:
+            comps[name] = "\n".join(body)
+            name = None
+        elif name:
+            body.append(line)
+    return comps
+
+
+@pytest.mark.gpu
+def test_gpu_custom_calls_run_inside_xla_command_buffers(tmp_path):
+    """With CUSTOM_CALL command buffers enabled, XLA schedules the nvfp4 custom calls
+    (declared command-buffer compatible, scratch as a trace-time-sized result) into a
+    command buffer (a CUDA graph), and the jitted gated MLP equals the eager ops on
+    new inputs each run."""
+    _cuda()
+    import os
+    import secrets
+    import subprocess
+    import sys
+    proc = subprocess.run([sys.executable, "-c", _COMMAND_BUFFER_SCRIPT, str(tmp_path), str(secrets.randbits(32))],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    assert "jit == eager" in proc.stdout
+    dumps = [p for p in tmp_path.iterdir() if p.name.endswith("jit_mlp.sm_9.0_gpu_after_optimizations.txt")
+             or (p.name.startswith("module_") and "jit_mlp" in p.name and p.name.endswith("after_optimizations.txt"))]
+    assert dumps, sorted(os.listdir(tmp_path))[:40]
+    comps = _computations(dumps[0].read_text())
+    inside = {n: b.count('custom_call_target="nvfp4_') for n, b in comps.items() if "command_buffer" in n}
+    total = sum(b.count('custom_call_target="nvfp4_') for b in comps.values())
+    assert total >= 4, (total, list(comps))  # quantize, dual_gemm, quantize, gemm
+    assert sum(inside.values()) == total, f"nvfp4 calls inside command buffers: {inside} of {total}; " \
+                                          f"computations: {list(comps)}"
