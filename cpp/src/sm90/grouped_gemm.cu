@@ -1,18 +1,38 @@
-// sm90a grouped GEMM (G independent problems given as a host array): one sm90a GEMM per
-// group, in group order on the caller's stream, sharing one workspace (the largest any
-// group needs; stream order keeps the groups' uses apart, and each GEMM waits for the
-// grid before it before touching memory, PDL included).
+// sm90a grouped GEMM (G independent problems given as a host array, any M_g, N_g, K_g):
+// one token pass + one persistent GEMM launch per kGroupedMaxGroups groups
+// (kernel/grouped_gemm.cuh; plan: grouped_plan.hpp). Host work per group: the table entry
+// (plain stores) and one or two cuTensorMapEncodeTiled (60-76 ns each): no per-group launch,
+// query or attribute call, no host synchronisation, no host->device copy.
 //
-// Not the single persistent launch over all groups' tiles that docs/design.md "Backends"
-// describes: the GEMM's plan covers one problem (split-K from its M, N and K). A loop of
-// the tuned GEMM still runs ~15-25x faster than the portable loop it replaces on Hopper
-// (bench/NOTES.md "dual and grouped on the sm90a GEMM"); what it leaves is one launch and
-// one pipeline fill per group.
+// Where the one-launch kernel does not take a chunk of groups (alignment of a group's fp4
+// operands, mixed scale layouts, a token workspace over 1 GiB or not given: grouped_plan.hpp
+// sets `fallback`), every group of the call runs as one sm90a GEMM (two launches per group, in
+// group order on the caller's stream, sharing one workspace: the largest any group needs; each
+// GEMM waits for the grid before it before touching memory, PDL included).
+#include <cuda.h>
+#include <cuda_runtime_api.h>
+
+#include "../common/cuda_check.hpp"
+#include "../common/device_cache.hpp"
+#include "grouped_plan.hpp"
+#include "kernel/grouped_gemm.cuh"
+#include "launch.hpp"
 #include "launchers.hpp"
+#include "tma.hpp"
 
 namespace nvfp4::sm90 {
 
 namespace {
+
+using MainloopPre = MainloopRSPredecoded;
+constexpr size_t kSmem = dynamic_smem_bytes<MainloopPre::SharedStorage>();
+static_assert(MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX && MainloopPre::kBlockK == kBlockK,
+              "gemm_plan.hpp's tile is the kernel's tile");
+constexpr auto kPersistent = nvfp4_sm90_grouped_gemm_kernel<false>;
+constexpr auto kSplit = nvfp4_sm90_grouped_gemm_kernel<true>;
+
+// ---- the per-group loop (the fallback) ------------------------------------------------------
+
 // NOT_SUPPORTED (nothing launched) when any group's GEMM would refuse; `workspace` (if
 // given): the largest group's gemm_workspace.
 nvfp4_status_t check_groups(const GroupedGemmProblem& p, const Exec& exec, size_t* workspace = nullptr) {
@@ -25,10 +45,135 @@ nvfp4_status_t check_groups(const GroupedGemmProblem& p, const Exec& exec, size_
   }
   return NVFP4_SUCCESS;
 }
+
+nvfp4_status_t run_loop(const GroupedGemmProblem& p, const Exec& exec) {
+  const nvfp4_status_t supported = check_groups(p, exec);
+  if (supported != NVFP4_SUCCESS) return supported;
+  for (int32_t i = 0; i < p.count; ++i) {
+    const nvfp4_status_t st = gemm(p.groups[i], exec);
+    if (st != NVFP4_SUCCESS) return st;
+  }
+  return NVFP4_SUCCESS;
+}
+
+// ---- the one-launch kernel --------------------------------------------------------------------
+
+// SM count, the kernels' shared-memory opt-in and the split kernel's cluster capacities, once
+// per device.
+PerDeviceCache<GroupedDeviceNumbers> g_device_numbers;
+nvfp4_status_t device_numbers(const Exec& exec, GroupedDeviceNumbers* out) {
+  return g_device_numbers.get(exec.device, [&](GroupedDeviceNumbers& d) -> nvfp4_status_t {
+    d.sm_count = exec.sm_count;
+    if (d.sm_count <= 0)
+      NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&d.sm_count, cudaDevAttrMultiProcessorCount, exec.device));
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kPersistent),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kSplit),
+                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
+    for (int s = 0; s <= kMaxSplits; ++s) {
+      d.clusters[s] = 1 << 20;
+      if (s < 2) continue;
+      LaunchShape shape;
+      shape.grid = dim3(static_cast<unsigned>(s), 1, 1);
+      shape.block = dim3(MainloopPre::kThreads, 1, 1);
+      shape.smem = kSmem;
+      shape.cluster_x = static_cast<unsigned>(s);
+      const LaunchConfig cfg(shape, nullptr);
+      int n = 0;
+      if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(kSplit), cfg.get()) == cudaSuccess)
+        d.clusters[s] = n;
+      else
+        (void)cudaGetLastError();  // no answer: no limit (as gemm.cu)
+    }
+    return NVFP4_SUCCESS;
+  }, out);
+}
+
+size_t usable_workspace(const Exec& exec) {
+  return exec.workspace != nullptr && is_aligned(exec.workspace, 256) ? exec.workspace_bytes : 0;
+}
+
+// Whether every chunk of kGroupedMaxGroups groups runs on the one-launch kernel with
+// `workspace` bytes, and the largest token workspace of a chunk. `plan`: scratch.
+bool kernel_takes(const GroupedGemmProblem& p, const GroupedDeviceNumbers& dev, size_t workspace, GroupedPlan* plan,
+                  size_t* bytes) {
+  *bytes = 0;
+  for (int32_t first = 0; first < p.count; first += kGroupedMaxGroups) {
+    const int32_t n = p.count - first < kGroupedMaxGroups ? p.count - first : kGroupedMaxGroups;
+    plan_grouped(p.groups, first, n, dev, workspace, plan);
+    if (plan->fallback != nullptr) return false;
+    if (plan->workspace_bytes > *bytes) *bytes = plan->workspace_bytes;
+  }
+  return true;
+}
+
+// launch.hpp's launch() without its by-value copy of the 25.6 KB argument (cudaLaunchKernelEx's
+// template coerces every argument into a local first).
+nvfp4_status_t launch_params(const void* kernel, const LaunchShape& shape, cudaStream_t stream, GroupedParams* kp) {
+  const LaunchConfig cfg(shape, stream);
+  void* args[] = {kp};
+  NVFP4_CUDA_TRY(cudaLaunchKernelExC(cfg.get(), kernel, args));
+  NVFP4_CHECK_LAUNCH();
+  return NVFP4_SUCCESS;
+}
+
+// The launch pair of one planned chunk. `kp` is scratch (25.6 KB: kept off the caller's way
+// by the caller's stack frame, filled only for plan.count groups).
+nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan, const Exec& exec,
+                            GroupedParams* kp) {
+  if (plan.count == 0) return NVFP4_SUCCESS;
+  GemmParams& b = kp->base;
+  b = GemmParams{};
+  b.L = 1;
+  b.splits = plan.splits;
+  b.sf_blocked = plan.sf_blocked;
+  b.sf_mode = plan.sf_mode;
+  b.x_box_rows = plan.x_box_rows;
+  kp->ws = static_cast<uint16_t*>(exec.workspace);
+  kp->kpad = plan.kpad;
+  kp->tiles = plan.tiles;
+  kp->count = plan.count;
+  for (int32_t i = 0; i < plan.count; ++i) {
+    const GroupedEntry& e = plan.entry[i];
+    kp->g[i] = e;
+    const GemmProblem& g = p.groups[e.problem];
+    if (!encode_fp4_map(&kp->w[i], g.b, g.N, g.K, 1))
+      return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm: cuTensorMapEncodeTiled rejected group %d's weights",
+                  e.problem);
+    if (b.sf_mode == kScaleTma && !encode_linear_sf_map(&kp->sfw[i], g.sfb, g.N, g.K, 1))
+      b.sf_mode = plan.sf_mode_without_tma;  // (the maps encoded so far are then unused)
+  }
+  if (!encode_token_map(&kp->xh, exec.workspace, plan.rows, plan.kpad, 1, static_cast<uint32_t>(plan.x_box_rows)))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm: cuTensorMapEncodeTiled rejected the workspace");
+
+  const cudaStream_t stream = cuda_stream(exec);
+  LaunchShape pass;
+  pass.grid = dim3(static_cast<unsigned>(plan.rows), static_cast<unsigned>(plan.max_pieces), 1);
+  pass.block = dim3(kPredecodeThreads, 1, 1);
+  pass.pdl = true;
+  nvfp4_status_t st = launch_params(reinterpret_cast<const void*>(nvfp4_sm90_grouped_token_pass_kernel), pass, stream, kp);
+  if (st != NVFP4_SUCCESS) return st;
+  LaunchShape gemm_shape;
+  gemm_shape.grid = dim3(plan.grid, 1, 1);
+  gemm_shape.block = dim3(MainloopPre::kThreads, 1, 1);
+  gemm_shape.smem = kSmem;
+  gemm_shape.pdl = true;
+  if (plan.splits > 1) {
+    gemm_shape.cluster_x = static_cast<unsigned>(plan.splits);
+    return launch_params(reinterpret_cast<const void*>(kSplit), gemm_shape, stream, kp);
+  }
+  return launch_params(reinterpret_cast<const void*>(kPersistent), gemm_shape, stream, kp);
+}
+
 }  // namespace
 
 size_t grouped_gemm_workspace(const GroupedGemmProblem& p, const Exec& exec) {
+  if (exec.cc_major != 9 || exec.cc_minor != 0) return 0;
+  GroupedDeviceNumbers dev;
+  if (device_numbers(exec, &dev) != NVFP4_SUCCESS) return 0;
+  GroupedPlan plan;
   size_t bytes = 0;
+  if (tensor_maps_available() && kernel_takes(p, dev, SIZE_MAX, &plan, &bytes)) return bytes;
   if (check_groups(p, exec, &bytes) != NVFP4_SUCCESS) return 0;  // the portable loop runs it: no scratch
   return bytes;
 }
@@ -36,10 +181,24 @@ size_t grouped_gemm_workspace(const GroupedGemmProblem& p, const Exec& exec) {
 nvfp4_status_t grouped_gemm(const GroupedGemmProblem& p, const Exec& exec) {
   if (exec.cc_major != 9 || exec.cc_minor != 0)
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm: needs a CC 9.0 device");
-  const nvfp4_status_t supported = check_groups(p, exec);
-  if (supported != NVFP4_SUCCESS) return supported;
-  for (int32_t i = 0; i < p.count; ++i) {
-    const nvfp4_status_t st = gemm(p.groups[i], exec);
+  GroupedDeviceNumbers dev;
+  nvfp4_status_t st = device_numbers(exec, &dev);
+  if (st != NVFP4_SUCCESS) return st;
+  const size_t workspace = usable_workspace(exec);
+  GroupedPlan plan;
+  if (!tensor_maps_available()) return run_loop(p, exec);  // (which then refuses)
+  if (p.count > kGroupedMaxGroups) {
+    // Every chunk must take the kernel before the first one launches (a refusal may not
+    // follow a write); each is planned again right before its launch.
+    size_t bytes = 0;
+    if (!kernel_takes(p, dev, workspace, &plan, &bytes)) return run_loop(p, exec);
+  }
+  GroupedParams kp;
+  for (int32_t first = 0; first < p.count; first += kGroupedMaxGroups) {
+    const int32_t n = p.count - first < kGroupedMaxGroups ? p.count - first : kGroupedMaxGroups;
+    plan_grouped(p.groups, first, n, dev, workspace, &plan);
+    if (plan.fallback != nullptr) return run_loop(p, exec);  // (only the first chunk gets here)
+    st = launch_chunk(p, plan, exec, &kp);
     if (st != NVFP4_SUCCESS) return st;
   }
   return NVFP4_SUCCESS;
