@@ -1,7 +1,9 @@
 """CPU tests of the sm90a plan layers: the GEMM plan (cpp/src/sm90/gemm_plan.hpp: which
 problems the Hopper kernels take; kernel, split-K, grid, token TMA box, scale-load mode and
 token workspace), the dual GEMM plan (cpp/src/sm90/dual_plan.hpp: fused kernel or composed
-path, split-K, scale-load and output store modes) and the GEMV plan (cpp/src/sm90/gemv/plan.hpp: support and alignment
+path, split-K, scale-load and output store modes), the grouped GEMM plan
+(cpp/src/sm90/grouped_plan.hpp: one-launch kernel or per-group loop, problem table, tile
+numbering, split-K, scale-load mode, token workspace) and the GEMV plan (cpp/src/sm90/gemv/plan.hpp: support and alignment
 checks, kernel choice, register-kernel shapes, the MMA kernel's occupancy model and shape
 choice, kernel parameters). Each test in tests/sm90_host/ includes exactly the header the
 backend runs (plain C++, no CUDA) and is compiled here with the host C++ compiler (nvcc as a
@@ -32,7 +34,7 @@ def _compiler():
     return None
 
 
-@pytest.mark.parametrize("test", ["gemm_plan_test", "gemv_plan_test", "dual_plan_test"])
+@pytest.mark.parametrize("test", ["gemm_plan_test", "gemv_plan_test", "dual_plan_test", "grouped_plan_test"])
 def test_sm90_plan(test, tmp_path):
     cc = _compiler()
     if cc is None:
