@@ -68,6 +68,7 @@ static const char* path_name(GemmPath p) {
     case GemmPath::kFused: return "fused";
     case GemmPath::kPredecoded: return "predecoded";
     case GemmPath::kPersistent: return "persistent";
+    case GemmPath::kDecode: return "decode";
   }
   return "?";
 }
@@ -181,8 +182,9 @@ static void test_known_shapes() {
       {1024, 2048, 4096, 1, true, GemmPath::kPredecoded, 1, false},  // 128 tiles <= 132 SMs: not persistent
       {128, 7168, 1024, 1, true, GemmPath::kFused, 2, true},         // K < 2048: never pre-decoded
       {300, 300, 96, 3, true, GemmPath::kFused, 1, true},            // one K block: one CTA per tile
-      {3, 256, 8192, 1, true, GemmPath::kFused, 8, true},            // 2 tiles, 64 blocks: 8 CTAs of 8
-      {3, 256, 16384, 1, true, GemmPath::kPredecoded, 8, false},     // 8 CTAs of 16 blocks, 8-row token box
+      // (3..32 tokens run on the decode kernel: test_decode_route; 33 has the same single token tile)
+      {33, 256, 8192, 1, true, GemmPath::kFused, 8, true},           // 2 tiles, 64 blocks: 8 CTAs of 8
+      {33, 256, 16384, 1, true, GemmPath::kPredecoded, 8, false},    // 8 CTAs of 16 blocks, 40-row token box
   };
   for (const Want& w : wants) {
     const GemmProblem p = dense(w.M, w.N, w.K, w.L);
@@ -324,6 +326,13 @@ static void test_invariants(std::mt19937_64& rng) {
     }
     const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
     const GemmPlan g = plan_gemm(p, d, ws);
+    if (M <= gemv_detail::kDecodeMaxTokens &&
+        (p.sfb.layout == NVFP4_SF_BLOCKED || K % 256 == 0)) {  // dense operands: always the decode kernel
+      CHECK(g.unsupported == nullptr && g.path == GemmPath::kDecode && g.workspace_bytes == 0 && g.grid[0] == 0,
+            "%lldx%lldx%lld: %s", static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
+            path_name(g.path));
+      continue;
+    }
     if (g.unsupported != nullptr) {
       CHECK(M > 65535LL * 128 || L > 65535, "refused %lldx%lldx%lld: %s", static_cast<long long>(M),
             static_cast<long long>(N), static_cast<long long>(K), g.unsupported);
@@ -469,12 +478,72 @@ static void test_packed() {
   }
 }
 
+// ---------------------------------------------------------------------------
+// The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..32 tokens with aligned
+// operands; M = 1 stays a GEMV, M = 33.. the tiled GEMM, misaligned operands the old routes.
+// ---------------------------------------------------------------------------
+static void test_decode_route() {
+  const GemmDeviceNumbers dev = h100();
+  for (nvfp4_sf_layout_t lay : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED})
+    for (int64_t M : {int64_t{1}, int64_t{2}, int64_t{3}, int64_t{8}, int64_t{16}, int64_t{17}, int64_t{32},
+                      int64_t{33}, int64_t{64}, int64_t{65}, int64_t{128}})
+      for (int64_t NK : {int64_t{7168}, int64_t{4096}}) {
+        const GemmProblem p = dense(M, NK, NK == 4096 ? 14336 : 7168, 1, lay);
+        const GemmPlan g = plan_gemm(p, dev, SIZE_MAX);
+        const GemmPath want = M == 1 ? GemmPath::kGemvRoute : M <= 32 ? GemmPath::kDecode : GemmPath::kPredecoded;
+        CHECK(g.unsupported == nullptr && g.path == want && (M > 32 || g.workspace_bytes == 0),
+              "M=%lld N=%lld layout %d: %s (want %s)", static_cast<long long>(M), static_cast<long long>(NK),
+              static_cast<int>(lay), path_name(g.path), path_name(want));
+        CHECK(decode_route(p) == (M >= 2 && M <= 32), "decode_route M=%lld", static_cast<long long>(M));
+      }
+  // batched, odd shapes, mixed layouts, fp32 out, strided output: still the decode kernel
+  {
+    GemmProblem p = dense(17, 200, 96, 3, NVFP4_SF_BLOCKED);
+    p.sfa.layout = NVFP4_SF_LINEAR;  // tokens linear, weights blocked
+    p.sfa.row_stride = 96 / 16;
+    p.sfa.batch_stride = 17 * 6;
+    p.c.dtype = DType::kFloat32;
+    p.c.row_stride = 1;
+    p.c.col_stride = 17;  // column-major output
+    CHECK(plan_gemm(p, dev, 0).path == GemmPath::kDecode, "mixed layouts, K = 96, L = 3");
+  }
+  // linear weight scales need K % 256 (16-byte scale pieces per stage): K = 96 -> the tiled GEMM
+  // (M = 3) or the GEMVs (M = 2)
+  {
+    GemmProblem p = dense(3, 200, 96, 1, NVFP4_SF_LINEAR);
+    CHECK(!decode_route(p) && plan_gemm(p, dev, SIZE_MAX).path == GemmPath::kFused, "linear K = 96, M = 3");
+    p = dense(2, 200, 96, 1, NVFP4_SF_LINEAR);
+    CHECK(!decode_route(p) && plan_gemm(p, dev, SIZE_MAX).path == GemmPath::kGemvRoute, "linear K = 96, M = 2");
+  }
+  // misaligned token rows (row stride 8 bytes more than K / 2): M = 2 GEMVs, M = 3 refused
+  {
+    GemmProblem p = dense(2, 256, 1024);
+    p.a.row_stride = 520;
+    CHECK(!decode_route(p) && plan_gemm(p, dev, SIZE_MAX).path == GemmPath::kGemvRoute, "misaligned M = 2");
+    p.M = 3;
+    CHECK(!decode_route(p) && plan_gemm(p, dev, SIZE_MAX).unsupported != nullptr, "misaligned M = 3");
+  }
+  // misaligned weights
+  {
+    GemmProblem p = dense(8, 256, 1024);
+    p.b.data = addr((1u << 28) + 8);
+    CHECK(!decode_route(p), "misaligned weights taken");
+  }
+  // unknown output dtype: not the decode kernel
+  {
+    GemmProblem p = dense(8, 256, 1024);
+    p.c.dtype = static_cast<DType>(99);
+    CHECK(!decode_route(p), "unknown dtype taken");
+  }
+}
+
 int main() {
   std::mt19937_64 rng(20261125);
   test_support();
   test_known_shapes();
   test_scale_modes();
   test_invariants(rng);
+  test_decode_route();
   test_packed();
   return check_summary();
 }

@@ -12,12 +12,15 @@
 //  6. the MMA shape choice and the even-spread cap on the benchmark shapes, as recorded
 //     in bench/NOTES.md "GEMV (sm90a)";
 //  7. invariants of every automatic launch over a grid of problems and devices;
-//  8. the shared-memory geometry and the kernel parameters built from a problem.
+//  8. the shared-memory geometry and the kernel parameters built from a problem;
+//  9. the decode-regime GEMM's plan (decode_plan.hpp): support, token groups, token tile,
+//     launch shape on the target shapes and invariants over a grid of problems.
 // Prints "N passed, N failed".
 #include <stdio.h>
 #include <stdint.h>
 #include <string.h>
 
+#include "sm90/gemv/decode_plan.hpp"
 #include "sm90/gemv/plan.hpp"
 
 using namespace nvfp4;
@@ -460,6 +463,144 @@ static void test_geometry_and_args() {
         "long K, linear scales");
 }
 
+// ---------------------------------------------------------------------------
+// 9. decode-regime GEMM (decode_plan.hpp)
+// ---------------------------------------------------------------------------
+// gemm problem M tokens x N weight rows, dense, aligned.
+static GemmProblem decode_problem(int64_t M, int64_t N, int64_t K, int64_t L, nvfp4_sf_layout_t layout) {
+  GemmProblem p;
+  p.M = M;
+  p.N = N;
+  p.K = K;
+  p.L = L;
+  p.a.data = g_buf;
+  p.a.row_stride = K / 2;
+  p.a.batch_stride = M * (K / 2);
+  p.b.data = g_buf + 1024;
+  p.b.row_stride = K / 2;
+  p.b.batch_stride = N * (K / 2);
+  p.sfa.data = g_buf + 2048;
+  p.sfa.layout = layout;
+  p.sfa.row_stride = K / 16;
+  p.sfa.batch_stride = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(M, K) : M * (K / 16);
+  p.sfb.data = g_buf + 3072;
+  p.sfb.layout = layout;
+  p.sfb.row_stride = K / 16;
+  p.sfb.batch_stride = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(N, K) : N * (K / 16);
+  p.alpha.value = 0.5f;
+  p.c.data = g_buf;
+  p.c.dtype = DType::kFloat16;
+  p.c.row_stride = N;
+  p.c.col_stride = 1;
+  p.c.batch_stride = M * N;
+  return p;
+}
+// The decode kernels as built by CUDA 13 for sm_90a (ptxas -v): 70 / 117 / 139 registers for
+// 1 / 2 / 4 token groups (blocked weight scales; linear 68 / 116 / 138), no static shared memory.
+static MmaKernelInfo decode_info(int nt8) {
+  MmaKernelInfo i = h100_info(nt8 == 1 ? 70 : nt8 == 2 ? 117 : 139);
+  i.static_smem = 0;
+  i.max_smem_block = 232448;
+  return i;
+}
+
+static void test_decode_plan() {
+  // token groups and tiles
+  CHECK(decode_nt8(2) == 1 && decode_nt8(8) == 1 && decode_nt8(9) == 2 && decode_nt8(16) == 2 &&
+            decode_nt8(17) == 4 && decode_nt8(32) == 4,
+        "token groups");
+  CHECK(decode_tile_cap(1, 7) == 64 && decode_tile_cap(4, 7) == 32 && decode_tile_cap(2, 1) == kMmaSC,
+        "token tile caps");
+  CHECK(decode_token_tile_bytes(64, 2) == 64 * 16 * 64, "token tile bytes");
+  // support
+  for (nvfp4_sf_layout_t lay : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
+    for (int64_t M : {1LL, 2LL, 3LL, 17LL, 32LL, 33LL, 64LL}) {
+      const GemmProblem p = decode_problem(M, 7168, 7168, 1, lay);
+      CHECK((decode_unsupported(p) == nullptr) == (M >= 2 && M <= 32), "M = %lld", (long long)M);
+    }
+  }
+  {
+    GemmProblem p = decode_problem(8, 200, 96, 3, NVFP4_SF_BLOCKED);
+    CHECK(decode_unsupported(p) == nullptr, "blocked K = 96 refused");
+    p = decode_problem(8, 200, 96, 3, NVFP4_SF_LINEAR);
+    CHECK(decode_unsupported(p) != nullptr, "linear K = 96 taken (scale pieces need K %% 256)");
+    p = decode_problem(8, 200, 256, 3, NVFP4_SF_LINEAR);
+    CHECK(decode_unsupported(p) == nullptr, "linear K = 256 refused");
+    p.a.row_stride = 136;  // token rows 8 bytes off 16
+    CHECK(decode_unsupported(p) != nullptr, "misaligned token rows taken");
+    p = decode_problem(8, 200, 256, 1, NVFP4_SF_LINEAR);
+    p.b.data = g_buf + 1032;
+    CHECK(decode_unsupported(p) != nullptr, "misaligned weights taken");
+    p = decode_problem(8, 200, 256, 1, NVFP4_SF_LINEAR);
+    p.sfa.data = g_buf + 2049;  // token scales: byte loads, any alignment
+    p.sfa.layout = NVFP4_SF_BLOCKED;
+    CHECK(decode_unsupported(p) == nullptr, "odd token scales / mixed layouts refused");
+    p.K = 48;
+    CHECK(decode_unsupported(p) != nullptr, "K = 48 taken");
+  }
+  // the target shapes on an H100 (132 SMs): 8-warp CTAs, one token decode per 128 rows, and
+  // the K split that fills the SMs best
+  struct Want {
+    int64_t N, K;
+    int nt8, wt, kc;
+    int64_t ctas;
+  };
+  const Want wants[] = {
+      {7168, 7168, 1, 8, 2, 112},   {4096, 14336, 1, 8, 4, 128}, {14336, 4096, 1, 8, 1, 112},
+      {7168, 7168, 2, 8, 2, 112},   {4096, 14336, 2, 8, 4, 128}, {14336, 4096, 2, 8, 1, 112},
+      {7168, 7168, 4, 8, 2, 112},   {4096, 14336, 4, 8, 4, 128}, {14336, 4096, 4, 8, 1, 112},
+  };
+  for (const Want& w : wants) {
+    const MmaKernelInfo info = decode_info(w.nt8);
+    const int nchunks = static_cast<int>(w.K / 32);
+    const int64_t tasks = (w.N + 127) / 128 * 8;
+    const DecodeShape s = choose_decode_shape(info, w.nt8, nchunks, tasks, 1, kSms);
+    const DecodeLaunch d = decode_launch(info, s, w.nt8, nchunks, tasks, 1);
+    CHECK(d.unsupported == nullptr && s.wt == w.wt && s.kc == w.kc && d.ctas == w.ctas,
+          "%lldx%lld nt8 %d: wt %d kc %d ctas %lld (want %d %d %lld)", (long long)w.N, (long long)w.K, w.nt8, s.wt,
+          s.kc, (long long)d.ctas, w.wt, w.kc, (long long)w.ctas);
+  }
+  // invariants over a grid of problems
+  for (int nt8 : {1, 2, 4})
+    for (int64_t N : {8LL, 200LL, 1000LL, 4096LL, 7168LL, 14336LL, 50000LL})
+      for (int64_t K : {32LL, 96LL, 512LL, 4096LL, 7168LL, 14336LL, 65536LL})
+        for (int64_t L : {1LL, 3LL}) {
+          const MmaKernelInfo info = decode_info(nt8);
+          const int nchunks = static_cast<int>(K / 32);
+          const int n_stages = (nchunks + kMmaSC - 1) / kMmaSC;
+          const int64_t tasks = (N + 127) / 128 * 8;
+          const DecodeShape s = choose_decode_shape(info, nt8, nchunks, tasks, L, kSms);
+          const DecodeLaunch d = decode_launch(info, s, nt8, nchunks, tasks, L);
+          const bool ok = d.unsupported == nullptr && (s.wt == 2 || s.wt == 4 || s.wt == 8) &&
+                          (s.kc == 1 || s.kc == 2 || s.kc == 4 || s.kc == 8) && d.warps == s.wt &&
+                          d.kc * d.stages_per_cta >= n_stages && (d.kc - 1) * d.stages_per_cta < n_stages &&
+                          (d.kc == 1 || d.stages_per_cta >= kMinClusterStages) && d.tile_cap % kMmaSC == 0 &&
+                          d.tile_cap <= decode_tile_chunks(nt8) && d.tile_cap > 0 &&
+                          d.smem <= static_cast<size_t>(info.max_smem_block) &&
+                          d.groups_per_batch * s.wt >= tasks && (d.groups_per_batch - 1) * s.wt < tasks &&
+                          d.ctas == d.groups_per_batch * L * d.kc &&
+                          // the cluster partials fit in the rings they reuse
+                          static_cast<size_t>(s.wt) * nt8 * 32 * 16 <=
+                              static_cast<size_t>(s.wt) * kMmaDepth * mma_stage_bytes(kMmaSC);
+          CHECK(ok, "nt8 %d %lldx%lldx%lld: wt %d kc %d spc %d tile %d smem %zu", nt8, (long long)N, (long long)K,
+                (long long)L, s.wt, s.kc, d.stages_per_cta, d.tile_cap, d.smem);
+        }
+  // kernel parameters
+  {
+    GemmProblem p = decode_problem(5, 300, 1024, 2, NVFP4_SF_BLOCKED);
+    p.sfa.layout = NVFP4_SF_LINEAR;
+    p.c.dtype = DType::kBFloat16;
+    p.c.col_stride = 3;
+    const DecodeArgs a = make_decode_args(p);
+    CHECK(a.N == 300 && a.M == 5 && a.nchunks == 32 && a.tiles_k == 16 && a.tasks_per_batch == 24 &&
+              a.w == p.b.data && a.x == p.a.data && a.sfw == p.sfb.data && a.sfx == p.sfa.data &&
+              a.sfw_blocked == 1 && a.sfx_blocked == 0 && a.sfw_tile_row_bytes == 512 * 16 && a.c_col == 3 &&
+              a.c_row == 300 && a.c_dtype == static_cast<int32_t>(DType::kBFloat16) && a.pdl == kPdl &&
+              a.cluster_k == 1 && a.alpha == 0.5f,
+          "decode args");
+  }
+}
+
 int main() {
   test_support();
   test_alignment();
@@ -469,5 +610,6 @@ int main() {
   test_mma_shapes();
   test_invariants();
   test_geometry_and_args();
+  test_decode_plan();
   return check_summary();
 }

@@ -2,7 +2,8 @@
 // fp16 tensor cores (docs/design.md "Numerics", "Backends").
 //
 // gemm_plan.hpp decides, from the problem and device numbers, which kernel runs:
-//   - one or two tokens: one GEMV per token over the weights (gemv.cu);
+//   - 2..32 tokens with aligned operands: the decode-regime kernel (gemm_decode.cu);
+//   - one or two tokens otherwise: one GEMV per token over the weights (gemv.cu);
 //   - fused (kernel/gemm_fused.cuh): every CTA decodes its token tile; split-K over a
 //     cluster; the instance without accumulator promotion where every CTA's K slice is short;
 //   - pre-decoded (kernel/gemm_predecoded.cuh), when the CTAs' K slices would need promotion
@@ -121,7 +122,7 @@ size_t usable_workspace(const Exec& exec) {
 const char* gemm_refusal(const GemmProblem& p, const Exec& exec, CUtensorMap* w, CUtensorMap* x) {
   if (exec.cc_major != 9 || exec.cc_minor != 0) return "sm90a gemm: needs a CC 9.0 device";
   if (const char* why = gemm_unsupported(p)) return why;
-  if (p.M <= 0 || p.N <= 0 || p.L <= 0 || p.M <= kGemvMaxTokens) return nullptr;
+  if (p.M <= 0 || p.N <= 0 || p.L <= 0 || p.M <= kGemvMaxTokens || decode_route(p)) return nullptr;
   CUtensorMap scratch_w, scratch_x;
   if (!encode_fp4_map(w ? w : &scratch_w, p.b, p.N, p.K, p.L) ||
       !encode_fp4_map(x ? x : &scratch_x, p.a, p.M, p.K, p.L))
@@ -132,7 +133,7 @@ const char* gemm_refusal(const GemmProblem& p, const Exec& exec, CUtensorMap* w,
 // The workspace of an accepted problem: the token workspace where the plan, given enough
 // workspace, takes a pre-decoded path; 0 where it runs the fused kernel or the GEMV route.
 size_t accepted_gemm_workspace(const GemmProblem& p, const Exec& exec) {
-  if (p.M <= kGemvMaxTokens || p.N <= 0 || p.L <= 0) return 0;
+  if (p.M <= kGemvMaxTokens || decode_route(p) || p.N <= 0 || p.L <= 0) return 0;
   GemmDeviceNumbers dev;
   if (device_numbers(exec, &dev) != NVFP4_SUCCESS) return 0;  // (gemm() then fails the same way)
   return plan_gemm(p, dev, SIZE_MAX).workspace_bytes;
@@ -188,6 +189,7 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   CUtensorMap tmap_w, tmap_x;
   if (const char* why = gemm_refusal(p, exec, &tmap_w, &tmap_x)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", why);
   if (p.M <= 0 || p.N <= 0 || p.L <= 0) return NVFP4_SUCCESS;
+  if (decode_route(p)) return gemm_decode(p, exec);
   if (p.M <= kGemvMaxTokens) {
     for (int64_t m = 0; m < p.M; ++m) {
       const nvfp4_status_t st = gemv(token_gemv(p, m), exec);

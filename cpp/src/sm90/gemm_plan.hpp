@@ -13,6 +13,7 @@
 
 #include "../common/align.hpp"
 #include "../problem.hpp"
+#include "gemv/decode_plan.hpp"
 
 namespace nvfp4::sm90 {
 
@@ -36,6 +37,17 @@ constexpr int kMaxSplits = 8;   // CTAs of a split-K cluster (the portable clust
 // 44.7 -> 12.5 µs, M = 2 41.6 -> 24.2 µs; the GEMM took 30-50 µs at M = 4 in two runs, so
 // three GEMVs (~37 µs) are not a sure win at M = 3.
 constexpr int64_t kGemvMaxTokens = 2;
+
+// The decode regime: 2..kDecodeMaxTokens (32) tokens with the operands the decode kernel
+// takes (gemv/decode_plan.hpp: 16-byte aligned rows, weight scales as 16-byte pieces) run
+// on gemm_decode.cu's kernel, which streams the weights like the MMA GEMV and multiplies
+// each decoded weight fragment by all tokens (the tiled GEMM took 24.5-31 µs = 2.5-3.0x SOL
+// for 2..64 tokens on N = K = 7168, H100; two GEMVs 2x the weights' bytes at M = 2). Other
+// operands keep the routes below (M <= 2: GEMVs; M >= 3: the tiled GEMM).
+inline bool decode_route(const GemmProblem& p) {
+  return p.M >= gemv_detail::kDecodeMinTokens && p.M <= gemv_detail::kDecodeMaxTokens && p.N > 0 && p.L > 0 &&
+         gemv_detail::decode_unsupported(p) == nullptr;
+}
 
 // Pre-decoded path: the tokens decoded once into an fp16 workspace (kernel/token_predecode.cuh)
 // when K >= kPredecodeMinK, the workspace fits kTokenWorkspaceMaxBytes, and the fused kernel
@@ -143,6 +155,7 @@ enum class GemmPath : int32_t {
   kFused = 2,       // every CTA decodes its token tile (kernel/gemm_fused.cuh)
   kPredecoded = 3,  // token pass + pre-decoded kernel, one CTA per (tile, split) (kernel/gemm_predecoded.cuh)
   kPersistent = 4,  // token pass + persistent pre-decoded kernel (kernel/gemm_persistent.cuh)
+  kDecode = 5,      // decode_route(p): the decode-regime kernel (gemm_decode.cu)
 };
 
 struct GemmPlan {
@@ -168,6 +181,7 @@ inline const char* gemm_unsupported(const GemmProblem& p) {
   if (p.M <= 0 || p.N <= 0 || p.L <= 0) return nullptr;
   if (p.K <= 0 || p.K % 32 != 0) return "sm90a gemm: K must be a multiple of 32";
   if (p.M <= kGemvMaxTokens) return nullptr;  // the GEMV route takes any layout and alignment
+  if (decode_route(p)) return nullptr;        // (mixed scale layouts included)
   if (!tma_compatible(p.a, p.M, p.L) || !tma_compatible(p.b, p.N, p.L))
     return "sm90a gemm: fp4 operands need 16-byte aligned bases and strides";
   const int64_t tiles_w = (p.N + kTileW - 1) / kTileW;
@@ -202,6 +216,10 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
   if (p.M <= 0 || p.N <= 0 || p.L <= 0) return g;
   g.unsupported = gemm_unsupported(p);
   if (g.unsupported != nullptr) return g;
+  if (decode_route(p)) {
+    g.path = GemmPath::kDecode;
+    return g;
+  }
   if (p.M <= kGemvMaxTokens) {
     g.path = GemmPath::kGemvRoute;
     return g;

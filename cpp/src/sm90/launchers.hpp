@@ -1,5 +1,5 @@
 // Launchers of the sm90a (Hopper) backend, one per BackendOps entry it fills
-// (backend.cu), implemented in gemv.cu, gemm.cu, dual_gemm.cu, grouped_gemm.cu and
+// (backend.cu), implemented in gemv.cu, gemm.cu, gemm_decode.cu, dual_gemm.cu, grouped_gemm.cu and
 // grouped_packed.cu.
 #pragma once
 
@@ -20,6 +20,9 @@ nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec, size_t* wo
 // this one reads them from there instead of decoding them again (one launch and one
 // pass over A fewer: the dual GEMM's second product).
 nvfp4_status_t gemm_same_tokens(const GemmProblem& p, const Exec& exec);
+// The decode-regime GEMM (gemm_decode.cu): gemm() runs it where gemm_plan.hpp's
+// decode_route(p) holds (2..32 tokens, aligned operands).
+nvfp4_status_t gemm_decode(const GemmProblem& p, const Exec& exec);
 
 nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec);
 size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec& exec);

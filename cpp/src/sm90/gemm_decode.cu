@@ -1,0 +1,93 @@
+// sm90a decode-regime GEMM launcher: gemm with M = 2..32 tokens (gemm_plan.hpp routes them
+// here, gemv/decode_plan.hpp says which operands it takes), c[l, m, n] = alpha * sum_k
+// a[l, m, k] * b[l, n, k]. Kernel: gemv/decode_kernel.cuh (the MMA GEMV's weight streaming,
+// fp16 tensor-core MMAs over up to 32 tokens decoded once per CTA). A translation unit of
+// its own, so that adding it moves no schedule of the GEMM or GEMV kernels (gemm.cu).
+// This file: the per-device kernel resources the plan needs, and the launch.
+#include <cuda_runtime.h>
+#include <stdint.h>
+
+#include "../backends.hpp"
+#include "../common/cuda_check.hpp"
+#include "../common/device_cache.hpp"
+#include "../problem.hpp"
+#include "gemv/decode_kernel.cuh"
+#include "gemv/decode_plan.hpp"
+#include "launch.hpp"
+#include "launchers.hpp"
+
+namespace nvfp4::sm90 {
+namespace gemv_detail {
+namespace {
+
+using DecodeKernelFn = void (*)(const DecodeArgs);
+
+template <int NT8>
+DecodeKernelFn decode_kernel_for(bool blocked) {
+  return blocked ? gemm_decode_kernel<NT8, true> : gemm_decode_kernel<NT8, false>;
+}
+DecodeKernelFn decode_kernel(int nt8, bool blocked) {
+  switch (nt8) {
+    case 1: return decode_kernel_for<1>(blocked);
+    case 2: return decode_kernel_for<2>(blocked);
+    case 4: return decode_kernel_for<4>(blocked);
+    default: return nullptr;
+  }
+}
+
+// The resources of one kernel instance on `device` (queried once per device and instance;
+// the dynamic shared memory limit raised to the opt-in maximum on the way). Index:
+// (nt8 slot 0..2) * 2 + blocked.
+nvfp4_status_t decode_info(int device, int nt8, bool blocked, MmaKernelInfo* out) {
+  static PerDeviceCache<MmaKernelInfo> cache[6];
+  const int slot = (nt8 == 1 ? 0 : nt8 == 2 ? 1 : 2) * 2 + (blocked ? 1 : 0);
+  const DecodeKernelFn kernel = decode_kernel(nt8, blocked);
+  if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode gemm: no kernel for %d token groups", nt8);
+  return cache[slot].get(device, [device, kernel](MmaKernelInfo& v) -> nvfp4_status_t {
+    cudaFuncAttributes fa;
+    NVFP4_CUDA_TRY(cudaFuncGetAttributes(&fa, kernel));
+    v.regs = fa.numRegs;
+    int optin = 0;
+    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.regs_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
+    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    v.static_smem = static_cast<int>(fa.sharedSizeBytes);
+    v.max_smem_block = optin - v.static_smem;
+    NVFP4_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.max_smem_block));
+    return NVFP4_SUCCESS;
+  }, out);
+}
+
+}  // namespace
+}  // namespace gemv_detail
+
+nvfp4_status_t gemm_decode(const GemmProblem& p, const Exec& exec) {
+  using namespace gemv_detail;
+  if (exec.cc_major != 9 || exec.cc_minor != 0)
+    return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a decode gemm: needs a CC 9.0 device");
+  if (const char* why = decode_unsupported(p)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", why);
+  int sm_count = exec.sm_count;
+  if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
+  const int nt8 = decode_nt8(p.M);
+  const bool blocked = p.sfb.layout == NVFP4_SF_BLOCKED;
+  MmaKernelInfo info;
+  nvfp4_status_t st = decode_info(exec.device, nt8, blocked, &info);
+  if (st != NVFP4_SUCCESS) return st;
+  DecodeArgs args = make_decode_args(p);
+  const DecodeShape shape = choose_decode_shape(info, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count);
+  const DecodeLaunch dl = decode_launch(info, shape, nt8, args.nchunks, args.tasks_per_batch, p.L);
+  if (dl.unsupported) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", dl.unsupported);
+  args.tile_cap = dl.tile_cap;
+  args.cluster_k = dl.kc;
+  args.stages_per_cta = dl.stages_per_cta;
+  args.groups_per_batch = dl.groups_per_batch;
+  LaunchShape ls;
+  ls.grid = dim3(static_cast<unsigned>(dl.ctas), 1, 1);
+  ls.block = dim3(static_cast<unsigned>(32 * dl.warps), 1, 1);
+  ls.smem = dl.smem;
+  ls.cluster_x = dl.kc > 1 ? static_cast<unsigned>(dl.kc) : 0u;
+  ls.pdl = args.pdl != 0;
+  return launch(decode_kernel(nt8, blocked), ls, cuda_stream(exec), args);
+}
+
+}  // namespace nvfp4::sm90

@@ -1,0 +1,373 @@
+// gemm_decode_kernel: the sm90a GEMM of the decode regime, c[l, m, n] = alpha * sum_k
+// x[l, m, k] * w[l, n, k] for M = 2..32 tokens x against N weight rows w (decode_plan.hpp
+// says which problems; the tiled GEMM takes the rest).
+//
+// Why: with a few tokens the work is reading the weights once. The MMA GEMV (mma_kernel.cuh)
+// streams them at 1.2-1.5x the copy SOL; this kernel keeps its copy side unchanged (each
+// warp streams 16 weight rows through its own 2-stage cp.async ring, 256 B of each row per
+// stage, the blocked scales of a 64-element K tile as one 64-byte piece) and replaces the
+// one-token math by fp16 tensor-core MMAs over up to 32 tokens.
+//
+// Numerics (docs/design.md "Numerics", the sm90a GEMM's contract): every weight element is
+// decoded to e2m1 * 2^-14 in fp16 and multiplied by its block scale (HMUL2, exact:
+// fp4_decode.cuh); every token element the same way, once per CTA, into shared memory.
+// mma.sync m16n8k16 (fp16 in, fp32 accumulate) then multiplies exact products; the chain of
+// one ring stage (512 K) is added into a round-to-nearest fp32 sum (the wgmma GEMM restarts
+// its chains every 512 K for the same reason: Hopper's tensor-core accumulation is not
+// round-to-nearest). c = sum * 2^28 * alpha. Why fp16 and not the GEMV's exact int8 partials
+// per scale block: those need one fp32 scaling per (row, token, block), 4 x 12 instructions
+// per MMA, 2.4x the issue of this kernel at 16 tokens and more than the weights' bytes allow
+// at 32; here the scale work is per weight element and does not grow with M.
+//
+// MMA mapping (warp task = 16 weight rows; lane (g, t) = (lane / 4, lane % 4)). MMA row i
+// is weight row base + (i & 3) + 32 (i >> 2) (the GEMV's task: the blocked scales of a K
+// tile are 64 contiguous bytes). A step u covers 4 consecutive 16-byte chunks (32 K each);
+// lane (g, t) decodes chunk 4u + t of rows g and g + 8: word jw (8 elements) of a row gives
+// 4 fp16 pairs (nibbles p, p + 4; fp4_decode.cuh), pairs 0,1 feed one m16n8k16 (a0/a2 row
+// g, a1/a3 row g + 8), pairs 2,3 the next. So the k slots of quad lane t always hold lane t's
+// own chunk: K is permuted inside each group of 4 chunks, identically for the tokens, whose
+// B fragment (k slots 2t..2t+1, 2t+8..2t+9 of token g) is the same two pairs of the same
+// word of token g's chunk 4u + t. Each word of a row is read and decoded once and used by
+// 2 * NT8 MMAs (NT8 groups of 8 tokens). D element (i, n) is complete per lane (no quad
+// reduction): lane (g, t) holds rows g, g + 8 x tokens 8j + 2t, 8j + 2t + 1.
+//
+// Tokens in shared memory: [chunk][token][4 x 16 B], the 16 bytes of word jw (its 4 decoded
+// pairs) in slot jw ^ (chunk & 3): a quarter warp's LDS.128 (tokens g, g + 1 x chunks
+// t = 0..3 of a step) hit 8 distinct 16-byte bank groups. Tiles of tile_cap chunks, decoded
+// by the whole CTA between two barriers (the rings keep running across them).
+//
+// K split: cluster_k CTAs of a cluster take consecutive stage ranges of the same tasks;
+// each stores its partials into its own (drained) ring memory, and after a cluster barrier
+// rank r sums items r, r + kc, ... over all ranks in rank order 0..kc-1 through distributed
+// shared memory (deterministic), then a second barrier keeps every CTA's memory alive until
+// all reads are done. Programmatic dependent launch as in the GEMV: nothing that the
+// preceding grid may write is read before griddepcontrol.wait.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "../collective/fp4_decode.cuh"
+#include "../ptx.cuh"
+#include "common.cuh"
+#include "decode_plan.hpp"
+
+namespace nvfp4::sm90::gemv_detail {
+
+// c[l, m, n] = v * 2^28 * alpha (the 2^-14 of each decoded operand).
+__device__ __forceinline__ void decode_store(const DecodeArgs& a, int64_t l, int64_t m, int64_t n, float v) {
+  const float s = v * 268435456.0f * (a.alpha_ptr ? *a.alpha_ptr : a.alpha);
+  const int64_t off = l * a.c_batch + m * a.c_row + n * a.c_col;
+  switch (a.c_dtype) {
+    case static_cast<int32_t>(DType::kFloat16):
+      static_cast<__half*>(a.c)[off] = __float2half_rn(s);
+      break;
+    case static_cast<int32_t>(DType::kBFloat16):
+      static_cast<__nv_bfloat16*>(a.c)[off] = __float2bfloat16_rn(s);
+      break;
+    default:
+      static_cast<float*>(a.c)[off] = s;
+      break;
+  }
+}
+
+// D(16x8 f32) += A(16x16 f16) * B(16x8 f16).
+__device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                              uint32_t b0, uint32_t b1) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+      "{%0, %1, %2, %3};"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+
+// Token chunks [t0, t0 + tn) of batch l -> the shared-memory tile at s_tok (layout above);
+// tokens >= M are zeros.
+template <int NT8>
+__device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeArgs& a, int64_t l, int t0, int tn) {
+  constexpr int kMP = 8 * NT8;
+  const uint8_t* xb = a.x + l * a.x_batch;
+  const uint8_t* sb = a.sfx + l * a.sfx_batch;
+  const bool blocked = a.sfx_blocked != 0;
+  for (int idx = threadIdx.x; idx < tn * kMP; idx += blockDim.x) {
+    const int m = idx / tn, c = idx - m * tn;  // consecutive threads: consecutive chunks of a token
+    uint32_t out[16];
+    if (m < a.M) {
+      const int64_t cg = static_cast<int64_t>(t0) + c;
+      const uint4 q = __ldg(reinterpret_cast<const uint4*>(xb + m * a.x_row + cg * 16));
+      const uint32_t two = ld_bytes2(sb + sf_row_offset(m, blocked, a.sfx_row, a.sfx_tile_row_bytes) +
+                                     sf_chunk_offset(cg, blocked));
+      const uint32_t h = e4m3x2_to_f16x2(two);
+      const uint32_t s0 = bcast_lo(h), s1 = bcast_hi(h);
+      const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
+#pragma unroll
+      for (int jw = 0; jw < 4; ++jw) {
+        const uint32_t sc = jw < 2 ? s0 : s1;
+        out[4 * jw + 0] = decode_pair<0>(qw[jw], sc);
+        out[4 * jw + 1] = decode_pair<1>(qw[jw], sc);
+        out[4 * jw + 2] = decode_pair<2>(qw[jw], sc);
+        out[4 * jw + 3] = decode_pair<3>(qw[jw], sc);
+      }
+    } else {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) out[i] = 0u;
+    }
+    const uint32_t dst = s_tok + static_cast<uint32_t>((c * kMP + m) * 64);
+#pragma unroll
+    for (int jw = 0; jw < 4; ++jw)
+      ptx::sts128(dst + 16 * (jw ^ (c & 3)),
+                  make_uint4(out[4 * jw], out[4 * jw + 1], out[4 * jw + 2], out[4 * jw + 3]));
+  }
+}
+
+// One step u of a stage at `st` (ring address): chunks 4u + t of rows g, g + 8 times the
+// NT8 token groups of tile-relative chunk cs + t (cs = c0 + 4u). kCheck: partial stage,
+// chunks >= nc of it are past K (stale ring and tile data: their fragments are zeroed).
+template <int NT8, bool kBlocked, bool kCheck>
+__device__ __forceinline__ void decode_step(uint32_t st, uint32_t a_off, uint32_t sf_off, uint32_t tok, int u,
+                                            int cs, int t, int nc, float (&acc)[NT8][4]) {
+  constexpr uint32_t kSfU = kBlocked ? 128u : 8u, kSfR8 = kBlocked ? 8u : 16u * kMmaSC;
+  constexpr uint32_t kA8 = 4 * 16 * kMmaSC;
+  constexpr uint32_t kChunk = 8 * NT8 * 64;  // token tile bytes per chunk
+  const bool live = !kCheck || 4 * u + t < nc;
+  const uint4 x = ptx::lds128(st + a_off + 64 * u);
+  const uint4 y = ptx::lds128(st + a_off + kA8 + 64 * u);
+  uint32_t ha = e4m3x2_to_f16x2(ptx::lds_u16(st + sf_off + kSfU * u));
+  uint32_t hb = e4m3x2_to_f16x2(ptx::lds_u16(st + sf_off + kSfR8 + kSfU * u));
+  if (!live) ha = hb = 0u;  // decoded e2m1 values are finite: x * 0 = 0
+  const uint32_t sa[2] = {bcast_lo(ha), bcast_hi(ha)}, sb[2] = {bcast_lo(hb), bcast_hi(hb)};
+  const uint32_t xw[4] = {x.x, x.y, x.z, x.w}, yw[4] = {y.x, y.y, y.z, y.w};
+  const uint32_t tchunk = tok + static_cast<uint32_t>(cs + t) * kChunk;
+#pragma unroll
+  for (int jw = 0; jw < 4; ++jw) {
+    const uint32_t f0 = decode_pair<0>(xw[jw], sa[jw >> 1]), g0 = decode_pair<0>(yw[jw], sb[jw >> 1]);
+    const uint32_t f1 = decode_pair<1>(xw[jw], sa[jw >> 1]), g1 = decode_pair<1>(yw[jw], sb[jw >> 1]);
+    const uint32_t f2 = decode_pair<2>(xw[jw], sa[jw >> 1]), g2 = decode_pair<2>(yw[jw], sb[jw >> 1]);
+    const uint32_t f3 = decode_pair<3>(xw[jw], sa[jw >> 1]), g3 = decode_pair<3>(yw[jw], sb[jw >> 1]);
+#pragma unroll
+    for (int j = 0; j < NT8; ++j) {
+      uint4 b = ptx::lds128(tchunk + static_cast<uint32_t>(j * 8 * 64) + 16u * (jw ^ t));
+      if (!live) b = make_uint4(0u, 0u, 0u, 0u);  // stale tile bytes may be NaN / Inf
+      mma_f16_16816(acc[j], f0, g0, f1, g1, b.x, b.y);
+      mma_f16_16816(acc[j], f2, g2, f3, g3, b.z, b.w);
+    }
+  }
+}
+
+// CTA = Wt warp tasks (blockDim = 32 Wt), each warp one task over this rank's K stages.
+template <int NT8, bool kBlocked>
+__global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(const DecodeArgs args) {
+  constexpr int SC = kMmaSC, D = kMmaDepth, LPR = kMmaLPR;
+  constexpr int kStageA = mma_stage_a(SC);
+  constexpr int kStageBytes = mma_stage_bytes(SC);
+  constexpr int kRowBytes = 16 * SC;
+  constexpr int kMP = 8 * NT8;
+
+  extern __shared__ __align__(16) unsigned char smem_raw[];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
+  const int wt = blockDim.x >> 5;
+  const int kc = args.cluster_k;
+  const uint32_t crank = kc > 1 ? ptx::cluster_ctarank() : 0u;
+  const int64_t group = static_cast<int64_t>(blockIdx.x / static_cast<unsigned>(kc));
+  const int64_t l = group / args.groups_per_batch;
+  const int64_t task0 = (group - l * args.groups_per_batch) * wt;  // the CTA's first task
+  const int64_t task = task0 + warp;
+  const int64_t blk = task >> 3;
+  const int64_t base = blk * 128 + 4 * (task & 7);  // rows base + i + 32 q
+  const bool task_ok = task < args.tasks_per_batch && base < args.N;
+
+  const int nchunks = args.nchunks;
+  const int tile_cap = args.tile_cap;
+  const uint32_t smem_base = static_cast<uint32_t>(__cvta_generic_to_shared(smem_raw));
+  const uint32_t s_tok = smem_base;
+  const uint32_t rings = smem_base + static_cast<uint32_t>(decode_token_tile_bytes(tile_cap, NT8));
+  const uint32_t ring = rings + static_cast<uint32_t>(warp * D * kStageBytes);
+
+  // ---- copy side: the MMA GEMV's (mma_kernel.cuh), LPR lanes per row ----
+  constexpr int kRpi = 32 / LPR;
+  constexpr int kRowsPerLane = 16 / kRpi;
+  const int cp_rs = lane / LPR, cp_p = lane % LPR;
+  auto cp_rowoff = [](int k) { return kRpi == 4 ? 32 * k : kRpi == 2 ? 2 * (k & 1) + 32 * (k >> 1) : 0; };
+  const int64_t cp_row0 = base + (cp_rs & 3) + 32 * (cp_rs >> 2);
+  uint32_t cp_rows = 0;
+#pragma unroll
+  for (int k = 0; k < kRowsPerLane; ++k)
+    if (cp_row0 + cp_rowoff(k) < args.N) cp_rows |= 1u << k;
+  const uint8_t* cp_src = args.w + l * args.w_batch + (cp_rows & 1 ? cp_row0 : 0) * args.w_row + 16 * cp_p;
+  const int64_t cp_wrow = args.w_row;
+  auto cp_smem_row = [](int m) { return (m & 1 ? mma_odd_rows(SC) : 0) + (m >> 1) * kRowBytes; };
+  const uint32_t cp_dst = ring + 16 * cp_p;
+  const uint8_t* sf_src;
+  int64_t sf_step;
+  uint32_t sf_dst;
+  int sf_lim, sf_gstep;
+  bool sf_lane;
+  if constexpr (kBlocked) {
+    const int kt = lane >> 2, ii = lane & 3;
+    sf_lane = kt < SC / 2;
+    sf_src = args.sfw + l * args.sfw_batch + blk * args.sfw_tile_row_bytes + kt * 512 + ((base & 31) + ii) * 16;
+    sf_step = (SC / 2) * 512;
+    sf_dst = ring + kStageA + kt * 64 + ii * 16;
+    sf_lim = args.tiles_k - kt;
+    sf_gstep = SC / 2;
+  } else {
+    constexpr int kPieces = SC / 8;
+    const int m = lane / kPieces, h = lane % kPieces;
+    const int64_t row = base + (m & 3) + 32 * (m >> 2);
+    sf_lane = m < 16 && row < args.N;
+    sf_src = args.sfw + l * args.sfw_batch + (sf_lane ? row : 0) * args.sfw_row + 16 * h;
+    sf_step = 2 * SC;
+    sf_dst = ring + kStageA + m * 2 * SC + 16 * h;
+    sf_lim = nchunks - 8 * h;
+    sf_gstep = SC;
+  }
+
+  const int n_stages = (nchunks + SC - 1) / SC;
+  const int s_begin = min(n_stages, static_cast<int>(crank) * args.stages_per_cta);
+  const int s_end = min(n_stages, s_begin + args.stages_per_cta);
+  const int c_begin = SC * s_begin, c_end = min(nchunks, SC * s_end);
+  const int n_mine = task_ok ? s_end - s_begin : 0;
+
+  auto issue = [&](int slot, int jj) {
+    const int gs = s_begin + jj;
+    const int nc = min(SC, nchunks - SC * gs);
+    const uint32_t so = slot * kStageBytes;
+    const uint8_t* src = cp_src + static_cast<int64_t>(gs) * kRowBytes;
+#pragma unroll
+    for (int k = 0; k < kRowsPerLane; ++k) {
+      if (!(cp_rows & (1u << k))) continue;
+      const uint8_t* row_src = src + cp_rowoff(k) * cp_wrow;
+      const uint32_t row_dst = cp_dst + so + cp_smem_row(cp_rs + kRpi * k);
+#pragma unroll
+      for (int c = 0; c < SC / LPR; ++c)
+        if (nc == SC || cp_p + LPR * c < nc) ptx::cp_async_16_cg(row_dst + 16 * LPR * c, row_src + 16 * LPR * c);
+    }
+    if (sf_lane && gs * sf_gstep < sf_lim) ptx::cp_async_16_cg(sf_dst + so, sf_src + gs * sf_step);
+  };
+
+  // ---- consumer constants ----
+  const int g = lane >> 2, t = lane & 3;
+  const uint32_t a_off = (g & 1 ? mma_odd_rows(SC) : 0) + (g >> 1) * kRowBytes + 16 * t;
+  const uint32_t sf_off =
+      kBlocked ? kStageA + (t >> 1) * 64 + (t & 1) * 2 + (g & 3) * 16 + (g >> 2) * 4 : kStageA + g * 2 * SC + 2 * t;
+  const uint32_t tok = s_tok + static_cast<uint32_t>(g * 64);  // token g of group 0
+
+  float sum[NT8][4], acc[NT8][4];
+#pragma unroll
+  for (int j = 0; j < NT8; ++j)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) sum[j][i] = acc[j][i] = 0.0f;
+
+  if (args.pdl != 0) {
+    if (args.pdl >= 2 && n_mine > 0 && cp_p < nchunks - SC * s_begin) {
+      const uint8_t* src = cp_src + static_cast<int64_t>(s_begin) * kRowBytes;
+#pragma unroll
+      for (int k = 0; k < kRowsPerLane; ++k)
+        if (cp_rows & (1u << k)) ptx::prefetch_l2(src + cp_rowoff(k) * cp_wrow);
+    }
+    ptx::pdl_wait_primary();
+    ptx::pdl_launch_dependents();
+  }
+
+#pragma unroll
+  for (int i = 0; i < D - 1; ++i) {
+    if (i < n_mine) issue(i, i);
+    ptx::cp_async_commit();
+  }
+
+  int j = 0, slot = 0;
+  for (int t0 = c_begin; t0 < c_end; t0 += tile_cap) {
+    const int tn = min(tile_cap, c_end - t0);
+    if (t0 > c_begin) __syncthreads();  // every warp is done with the previous token tile
+    decode_token_tile<NT8>(s_tok, args, l, t0, tn);
+    __syncthreads();
+#pragma unroll 1
+    for (; j < n_mine && SC * (s_begin + j) < t0 + tn; ++j) {
+      __syncwarp();
+      if (j + D - 1 < n_mine) issue(slot == 0 ? D - 1 : slot - 1, j + D - 1);
+      ptx::cp_async_commit();
+      ptx::cp_async_wait<D - 1>();
+      __syncwarp();
+
+      const int gs = s_begin + j;
+      const int c0 = SC * gs - t0;
+      const int nc = min(SC, nchunks - SC * gs);
+      const uint32_t st = ring + slot * kStageBytes;
+      if (nc == SC) {
+#pragma unroll
+        for (int u = 0; u < SC / 4; ++u)
+          decode_step<NT8, kBlocked, false>(st, a_off, sf_off, tok, u, c0 + 4 * u, t, nc, acc);
+      } else {
+#pragma unroll
+        for (int u = 0; u < SC / 4; ++u)
+          if (4 * u < nc) decode_step<NT8, kBlocked, true>(st, a_off, sf_off, tok, u, c0 + 4 * u, t, nc, acc);
+      }
+      // The stage's 512-K chain into the round-to-nearest sum.
+#pragma unroll
+      for (int jj = 0; jj < NT8; ++jj)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          sum[jj][i] += acc[jj][i];
+          acc[jj][i] = 0.0f;
+        }
+      slot = slot + 1 == D ? 0 : slot + 1;
+    }
+  }
+  ptx::cp_async_wait<0>();
+
+  // Lane (g, t): rows r0 = MMA row g, r1 = MMA row g + 8 (= r0 + 64); tokens 8j + 2t (+1).
+  const int64_t r0 = base + (g & 3) + 32 * (g >> 2), r1 = r0 + 64;
+  if (kc == 1) {
+    if (!task_ok) return;
+#pragma unroll
+    for (int jj = 0; jj < NT8; ++jj) {
+      const int64_t m0 = 8 * jj + 2 * t;
+      if (m0 < args.M && r0 < args.N) decode_store(args, l, m0, r0, sum[jj][0]);
+      if (m0 + 1 < args.M && r0 < args.N) decode_store(args, l, m0 + 1, r0, sum[jj][1]);
+      if (m0 < args.M && r1 < args.N) decode_store(args, l, m0, r1, sum[jj][2]);
+      if (m0 + 1 < args.M && r1 < args.N) decode_store(args, l, m0 + 1, r1, sum[jj][3]);
+    }
+    return;
+  }
+
+  // Cluster split: partials -> own rings (drained: every copy of this thread has landed,
+  // and the barrier orders the other lanes'), item (warp, group, lane) = one float4.
+  __syncthreads();
+  const uint32_t part = rings;
+#pragma unroll
+  for (int jj = 0; jj < NT8; ++jj)
+    ptx::sts128(part + static_cast<uint32_t>(((warp * NT8 + jj) * 32 + lane) * 16),
+                make_uint4(__float_as_uint(sum[jj][0]), __float_as_uint(sum[jj][1]), __float_as_uint(sum[jj][2]),
+                           __float_as_uint(sum[jj][3])));
+  ptx::cluster_arrive_release();
+  ptx::cluster_wait_acquire();
+  const int items = wt * NT8 * 32;
+  for (int it = static_cast<int>(crank) + kc * static_cast<int>(threadIdx.x); it < items;
+       it += kc * static_cast<int>(blockDim.x)) {
+    const int iw = it / (NT8 * 32), ij = (it / 32) % NT8, il = it % 32;
+    const int64_t itask = task0 + iw;
+    const int64_t ibase = (itask >> 3) * 128 + 4 * (itask & 7);
+    if (itask >= args.tasks_per_batch || ibase >= args.N) continue;
+    float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    for (int q = 0; q < kc; ++q) {  // rank order: deterministic
+      const float4 v = ptx::ld_dsmem_f4(ptx::map_to_rank(part + static_cast<uint32_t>(it * 16), q));
+      s.x += v.x;
+      s.y += v.y;
+      s.z += v.z;
+      s.w += v.w;
+    }
+    const int ig = il >> 2, itq = il & 3;
+    const int64_t q0 = ibase + (ig & 3) + 32 * (ig >> 2), q1 = q0 + 64;
+    const int64_t m0 = 8 * ij + 2 * itq;
+    if (m0 < args.M && q0 < args.N) decode_store(args, l, m0, q0, s.x);
+    if (m0 + 1 < args.M && q0 < args.N) decode_store(args, l, m0 + 1, q0, s.y);
+    if (m0 < args.M && q1 < args.N) decode_store(args, l, m0, q1, s.z);
+    if (m0 + 1 < args.M && q1 < args.N) decode_store(args, l, m0 + 1, q1, s.w);
+  }
+  ptx::cluster_sync_relaxed();  // no CTA leaves while another still reads its partials
+  (void)kMP;
+}
+
+}  // namespace nvfp4::sm90::gemv_detail

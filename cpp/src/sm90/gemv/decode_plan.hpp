@@ -1,0 +1,201 @@
+// Host-side planning of the sm90a decode-regime GEMM (gemm with M = 2..kDecodeMaxTokens
+// tokens against the weights; kernel: decode_kernel.cuh, launcher: ../gemm_decode.cu):
+// which problems it takes, the token group count NT8 (8 tokens per MMA column group), the
+// launch shape (warp tasks per CTA, K split over a cluster) from an occupancy and balance
+// model, and the kernel parameters. Plain C++ (no CUDA): tests/sm90_host/gemv_plan_test.cpp
+// checks exactly this code on the CPU.
+//
+// Why a kernel of its own: the tiled GEMM decodes every weight element once per 128-token
+// tile and runs 128-token MMAs whatever M is (24.5-31 µs = 2.5-3.0x SOL for 2..64 tokens on
+// N = K = 7168, H100), while one token as a GEMV reads the weights at 1.44x SOL. This path
+// keeps the GEMV's weight streaming (per-warp cp.async ring, 16-row warp tasks, the same
+// copy geometry, plan.hpp) and multiplies each decoded weight fragment by up to 4 groups of
+// 8 tokens held decoded in shared memory.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "plan.hpp"
+
+namespace nvfp4::sm90::gemv_detail {
+
+// Kernel parameters. "w" = the weights (gemm's b, N rows: the MMA's A operand), "x" = the
+// tokens (gemm's a, M rows: the MMA's B operand); c[l, m, n] = alpha * sum_k x[l,m,k] w[l,n,k].
+struct DecodeArgs {
+  int64_t N, M;
+  int32_t nchunks;           // K / 32
+  int32_t tile_cap;          // token chunks per shared-memory tile (a multiple of kMmaSC)
+  int32_t tiles_k;           // ceil(K / 64): blocked-layout scale tiles per 128-row block
+  int32_t cluster_k;         // CTAs of a cluster splitting each task's K
+  int32_t stages_per_cta;    // K stages of one cluster rank
+  int32_t pdl;               // programmatic dependent launch (1), + L2 prefetch of the first stage (2)
+  int64_t groups_per_batch;  // CTAs per batch and cluster rank
+  int64_t tasks_per_batch;   // 16-row warp tasks per batch: ceil(N / 128) * 8
+  const uint8_t* w;
+  int64_t w_row, w_batch;
+  const uint8_t* sfw;
+  int64_t sfw_row, sfw_batch, sfw_tile_row_bytes;
+  const uint8_t* x;
+  int64_t x_row, x_batch;
+  const uint8_t* sfx;
+  int64_t sfx_row, sfx_batch, sfx_tile_row_bytes;
+  int32_t sfw_blocked, sfx_blocked;
+  float alpha;
+  const float* alpha_ptr;
+  void* c;
+  int32_t c_dtype;                 // DType
+  int64_t c_row, c_col, c_batch;   // elements: per token m, per weight row n, per batch
+};
+
+// Tokens taken: 2..32 (NT8 = 1, 2 or 4 groups of 8). One token stays a GEMV (gemv.cu);
+// above 32 the per-warp token fragments (4 LDS.128 per word and group) would read ~2 KB of
+// shared memory per 16x16 weight tile at NT8 = 8, ~24k cycles per SM on N = K = 7168
+// against ~17k for the weights' bytes: the tiled GEMM keeps M > 32 (bench/NOTES.md
+// "Decode-regime GEMM").
+constexpr int64_t kDecodeMinTokens = 2;
+constexpr int64_t kDecodeMaxTokens = 32;
+inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : 4; }
+// Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile: 64
+// chunks (2048 K) = 32 / 64 KB for 8 / 16 tokens, 32 chunks = 64 KB for 32 tokens.
+inline int decode_tile_chunks(int nt8) { return nt8 <= 2 ? 64 : 32; }
+constexpr int kDecodeMaxWarps = 8;
+constexpr int kDecodeMaxCluster = 8;
+
+// Why the decode kernel cannot take p (nullptr: it can). Same operand rules as the MMA
+// GEMV (gemv_alignment): 16-byte aligned weight and token rows, weight scales as 16-byte
+// pieces (blocked tiles, or linear rows with K % 256 == 0); any token scale layout.
+inline const char* decode_unsupported(const GemmProblem& p) {
+  if (p.M < kDecodeMinTokens || p.M > kDecodeMaxTokens) return "sm90a decode gemm: M out of range";
+  if (p.N <= 0 || p.L <= 0 || p.K <= 0 || p.K % 32 != 0 || p.K / 32 > 0x7FFFFFFF)
+    return "sm90a decode gemm: empty problem or K not a multiple of 32";
+  if (p.c.dtype != DType::kFloat16 && p.c.dtype != DType::kBFloat16 && p.c.dtype != DType::kFloat32)
+    return "sm90a decode gemm: unsupported output dtype";
+  const bool multi_batch = p.L > 1;
+  const bool w16 = is_aligned(p.b.data, 16) && (p.N == 1 || p.b.row_stride % 16 == 0) &&
+                   (!multi_batch || p.b.batch_stride % 16 == 0);
+  const bool x16 = is_aligned(p.a.data, 16) && p.a.row_stride % 16 == 0 && (!multi_batch || p.a.batch_stride % 16 == 0);
+  const bool wblocked = p.sfb.layout == NVFP4_SF_BLOCKED;
+  const bool sfw16 = is_aligned(p.sfb.data, 16) && (!multi_batch || p.sfb.batch_stride % 16 == 0) &&
+                     (wblocked || ((p.N == 1 || p.sfb.row_stride % 16 == 0) && (p.K / 32) % 8 == 0));
+  if (!w16 || !x16) return "sm90a decode gemm: fp4 operands need 16-byte aligned rows";
+  if (!sfw16) return "sm90a decode gemm: weight scales need 16-byte pieces (blocked, or linear with K % 256 == 0)";
+  if ((p.N + 127) / 128 * 8 * p.L > (int64_t{1} << 40)) return "sm90a decode gemm: grid too large";
+  return nullptr;
+}
+
+// Launch shape: wt warp tasks (16 weight rows each) per CTA, kc CTAs of a cluster splitting
+// each task's K (consecutive stage ranges; partials summed through distributed shared
+// memory in rank order).
+struct DecodeShape {
+  int wt = 0, kc = 0;
+};
+
+// Shared memory: the token tile (tile_cap chunks x 8 NT8 tokens x 64 B), then one ring of
+// kMmaDepth stages per warp (the MMA GEMV's stage). The cluster partials (wt x 16 rows x 8
+// NT8 tokens fp32) reuse the rings once they are drained.
+NVFP4_HD size_t decode_token_tile_bytes(int tile_cap, int nt8) { return static_cast<size_t>(tile_cap) * nt8 * 8 * 64; }
+inline size_t decode_smem_bytes(int tile_cap, int nt8, int wt) {
+  return decode_token_tile_bytes(tile_cap, nt8) + static_cast<size_t>(wt) * kMmaDepth * mma_stage_bytes(kMmaSC);
+}
+inline int decode_tile_cap(int nt8, int stages_per_cta) {
+  const int need = stages_per_cta * kMmaSC;  // the CTA's K range in whole stages
+  return need < decode_tile_chunks(nt8) ? need : decode_tile_chunks(nt8);
+}
+
+// Picks (wt, kc): the grid score of the MMA GEMV (mma_grid_score: balance of the last wave
+// x warps resident per SM) times the share of the CTA's work that is weights, 1 / (1 +
+// 0.25 * tokens / rows): every CTA decodes its tokens for its K range once (about a quarter
+// of a weight element's cost per token element: no scale product per MMA row). A cluster
+// split only while each rank keeps >= kMinClusterStages stages and for a clear gain (+5%:
+// relative, since a grid far below the SMs scores near 0 whatever it does).
+// Not tuned on a device (bench/NOTES.md "Decode-regime GEMM").
+inline DecodeShape choose_decode_shape(const MmaKernelInfo& info, int nt8, int nchunks, int64_t tasks_per_batch,
+                                       int64_t L, int sm_count) {
+  const int n_stages = (nchunks + kMmaSC - 1) / kMmaSC;
+  DecodeShape best_shape;
+  double best = -1.0;
+  for (int kc = 1; kc <= kDecodeMaxCluster; kc *= 2) {
+    const int spc = mma_stages_per_cta(n_stages, kc);
+    if (kc > 1 && spc < kMinClusterStages) break;
+    const int tile_cap = decode_tile_cap(nt8, spc);
+    for (int w = kDecodeMaxWarps; w >= 2; w /= 2) {
+      const int per_sm = mma_ctas_per_sm(info, w, decode_smem_bytes(tile_cap, nt8, w));
+      if (per_sm <= 0) continue;
+      const double ctas = static_cast<double>(L * ((tasks_per_batch + w - 1) / w) * kc);
+      const double weights_share = 1.0 / (1.0 + 0.25 * (8.0 * nt8) / (16.0 * w));
+      const double score = mma_grid_score(ctas, sm_count, per_sm, w) * weights_share;
+      if (score > (kc > 1 ? best * 1.05 : best + 1e-9)) {
+        best = score;
+        best_shape.wt = w;
+        best_shape.kc = kc;
+      }
+    }
+  }
+  return best_shape;
+}
+
+struct DecodeLaunch {
+  const char* unsupported = nullptr;  // why it cannot launch (then the rest is unset)
+  int nt8 = 0, kc = 1, stages_per_cta = 0, tile_cap = 0, warps = 0;
+  int64_t groups_per_batch = 0, ctas = 0;
+  size_t smem = 0;
+};
+inline DecodeLaunch decode_launch(const MmaKernelInfo& info, DecodeShape shape, int nt8, int nchunks,
+                                  int64_t tasks_per_batch, int64_t L) {
+  DecodeLaunch r;
+  r.nt8 = nt8;
+  r.kc = shape.kc > 0 ? shape.kc : 1;
+  r.warps = shape.wt;
+  const int n_stages = (nchunks + kMmaSC - 1) / kMmaSC;
+  r.stages_per_cta = mma_stages_per_cta(n_stages, r.kc);
+  r.tile_cap = decode_tile_cap(nt8, r.stages_per_cta);
+  r.smem = decode_smem_bytes(r.tile_cap, nt8, r.warps);
+  if (r.warps <= 0 || r.warps > kDecodeMaxWarps || r.kc > kDecodeMaxCluster ||
+      mma_ctas_per_sm(info, r.warps, r.smem) <= 0) {
+    r.unsupported = "sm90a decode gemm: shared memory too small";
+    return r;
+  }
+  r.groups_per_batch = (tasks_per_batch + r.warps - 1) / r.warps;
+  r.ctas = r.groups_per_batch * L * r.kc;
+  if (r.ctas > 0x7FFFFFFF) r.unsupported = "sm90a decode gemm: grid too large";
+  return r;
+}
+
+// Kernel parameters from the problem (decode_launch fills in the shape-dependent fields).
+inline DecodeArgs make_decode_args(const GemmProblem& p) {
+  DecodeArgs a{};
+  a.N = p.N;
+  a.M = p.M;
+  a.nchunks = static_cast<int32_t>(p.K / 32);
+  a.tiles_k = static_cast<int32_t>((p.K / kSfVec + 3) / 4);
+  a.cluster_k = 1;
+  a.pdl = kPdl;
+  a.tasks_per_batch = (p.N + 127) / 128 * 8;
+  a.w = p.b.data;
+  a.w_row = p.b.row_stride;
+  a.w_batch = p.b.batch_stride;
+  a.sfw = p.sfb.data;
+  a.sfw_row = p.sfb.row_stride;
+  a.sfw_batch = p.sfb.batch_stride;
+  a.sfw_tile_row_bytes = 512 * static_cast<int64_t>(a.tiles_k);
+  a.x = p.a.data;
+  a.x_row = p.a.row_stride;
+  a.x_batch = p.a.batch_stride;
+  a.sfx = p.sfa.data;
+  a.sfx_row = p.sfa.row_stride;
+  a.sfx_batch = p.sfa.batch_stride;
+  a.sfx_tile_row_bytes = a.sfw_tile_row_bytes;
+  a.sfw_blocked = p.sfb.layout == NVFP4_SF_BLOCKED ? 1 : 0;
+  a.sfx_blocked = p.sfa.layout == NVFP4_SF_BLOCKED ? 1 : 0;
+  a.alpha = p.alpha.value;
+  a.alpha_ptr = p.alpha.device_ptr;
+  a.c = p.c.data;
+  a.c_dtype = static_cast<int32_t>(p.c.dtype);
+  a.c_row = p.c.row_stride;
+  a.c_col = p.c.col_stride;
+  a.c_batch = p.c.batch_stride;
+  return a;
+}
+
+}  // namespace nvfp4::sm90::gemv_detail
