@@ -273,7 +273,11 @@ static void test_random() {
       // the pass: the group's first and last rows find it
       all = all && find(g, e.x_row, false) == i && find(g, e.x_row + e.M - 1, false) == i;
       all = all && static_cast<int64_t>(e.num_kb) * 128 <= g.kpad && e.num_kb >= g.min_kb;
-      all = all && gs[e.problem].M == e.M && gs[e.problem].b.data != nullptr;
+      all = all && gs[e.problem].M == e.M && gs[e.problem].sfb.data == e.sfb && gs[e.problem].c.data == e.c;
+      // the pass's entry of the same group
+      const GroupedPassEntry& t = g.pass[i];
+      all = all && t.a == gs[e.problem].a.data && t.sfa == gs[e.problem].sfa.data && t.x_row == e.x_row &&
+            t.M == e.M && t.K == e.K && t.num_kb == e.num_kb;
     }
     CHECK(all, "it %d: tiles, rows or K blocks of a group", it);
     CHECK(sorted, "it %d: not largest K first", it);

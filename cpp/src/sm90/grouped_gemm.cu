@@ -107,20 +107,21 @@ bool kernel_takes(const GroupedGemmProblem& p, const GroupedDeviceNumbers& dev, 
   return true;
 }
 
-// launch.hpp's launch() without its by-value copy of the 25.6 KB argument (cudaLaunchKernelEx's
-// template coerces every argument into a local first).
-nvfp4_status_t launch_params(const void* kernel, const LaunchShape& shape, cudaStream_t stream, GroupedParams* kp) {
+// launch.hpp's launch() without its by-value copy of the argument (cudaLaunchKernelEx's template
+// coerces every argument into a local first: 23.9 KB for the GEMM's).
+template <class Params>
+nvfp4_status_t launch_params(void (*kernel)(Params), const LaunchShape& shape, cudaStream_t stream, Params* params) {
   const LaunchConfig cfg(shape, stream);
-  void* args[] = {kp};
-  NVFP4_CUDA_TRY(cudaLaunchKernelExC(cfg.get(), kernel, args));
+  void* args[] = {params};
+  NVFP4_CUDA_TRY(cudaLaunchKernelExC(cfg.get(), reinterpret_cast<const void*>(kernel), args));
   NVFP4_CHECK_LAUNCH();
   return NVFP4_SUCCESS;
 }
 
-// The launch pair of one planned chunk. `kp`: the parameter block to fill (only plan.count
-// groups' entries and maps are written; the launch copies the parameters).
+// The launch pair of one planned chunk. `kp`, `pp`: the parameter blocks to fill (only
+// plan.count groups' entries and maps are written; a launch copies its parameters).
 nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan, const Exec& exec,
-                            GroupedParams* kp) {
+                            GroupedParams* kp, GroupedPassParams* pp) {
   if (plan.count == 0) return NVFP4_SUCCESS;
   GemmParams& b = kp->base;
   b = GemmParams{};
@@ -129,13 +130,16 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
   b.sf_blocked = plan.sf_blocked;
   b.sf_mode = plan.sf_mode;
   b.x_box_rows = plan.x_box_rows;
-  kp->ws = static_cast<uint16_t*>(exec.workspace);
-  kp->kpad = plan.kpad;
   kp->tiles = plan.tiles;
   kp->count = plan.count;
+  pp->ws = static_cast<uint16_t*>(exec.workspace);
+  pp->kpad = plan.kpad;
+  pp->count = plan.count;
+  pp->sf_blocked = plan.sf_blocked;
   for (int32_t i = 0; i < plan.count; ++i) {
     const GroupedEntry& e = plan.entry[i];
     kp->g[i] = e;
+    pp->g[i] = plan.pass[i];
     const GemmProblem& g = p.groups[e.problem];
     if (!encode_fp4_map(&kp->w[i], g.b, g.N, g.K, 1))
       return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm: cuTensorMapEncodeTiled rejected group %d's weights",
@@ -151,7 +155,7 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
   pass.grid = dim3(static_cast<unsigned>(plan.rows), static_cast<unsigned>(plan.max_pieces), 1);
   pass.block = dim3(kPredecodeThreads, 1, 1);
   pass.pdl = true;
-  nvfp4_status_t st = launch_params(reinterpret_cast<const void*>(nvfp4_sm90_grouped_token_pass_kernel), pass, stream, kp);
+  nvfp4_status_t st = launch_params(nvfp4_sm90_grouped_token_pass_kernel, pass, stream, pp);
   if (st != NVFP4_SUCCESS) return st;
   LaunchShape gemm_shape;
   gemm_shape.grid = dim3(plan.grid, 1, 1);
@@ -160,9 +164,9 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
   gemm_shape.pdl = true;
   if (plan.splits > 1) {
     gemm_shape.cluster_x = static_cast<unsigned>(plan.splits);
-    return launch_params(reinterpret_cast<const void*>(kSplit), gemm_shape, stream, kp);
+    return launch_params(kSplit, gemm_shape, stream, kp);
   }
-  return launch_params(reinterpret_cast<const void*>(kPersistent), gemm_shape, stream, kp);
+  return launch_params(kPersistent, gemm_shape, stream, kp);
 }
 
 }  // namespace
@@ -171,7 +175,7 @@ size_t grouped_gemm_workspace(const GroupedGemmProblem& p, const Exec& exec) {
   if (exec.cc_major != 9 || exec.cc_minor != 0) return 0;
   GroupedDeviceNumbers dev;
   if (device_numbers(exec, &dev) != NVFP4_SUCCESS) return 0;
-  static thread_local GroupedPlan plan;  // (9.3 KB: see grouped_gemm)
+  static thread_local GroupedPlan plan;  // (11 KB: see grouped_gemm)
   size_t bytes = 0;
   if (tensor_maps_available() && kernel_takes(p, dev, SIZE_MAX, &plan, &bytes)) return bytes;
   if (check_groups(p, exec, &bytes) != NVFP4_SUCCESS) return 0;  // the portable loop runs it: no scratch
@@ -185,10 +189,11 @@ nvfp4_status_t grouped_gemm(const GroupedGemmProblem& p, const Exec& exec) {
   nvfp4_status_t st = device_numbers(exec, &dev);
   if (st != NVFP4_SUCCESS) return st;
   const size_t workspace = usable_workspace(exec);
-  // The plan (9.3 KB) and the kernel parameters (25.6 KB) per thread, not on the caller's stack
+  // The plan (11 KB) and the kernel parameters (27.5 KB) per thread, not on the caller's stack
   // (XLA's and other runtimes' threads may have small ones).
   static thread_local GroupedPlan plan;
   static thread_local GroupedParams kp;
+  static thread_local GroupedPassParams pp;
   if (!tensor_maps_available()) return run_loop(p, exec);  // (which then refuses)
   if (p.count > kGroupedMaxGroups) {
     // Every chunk must take the kernel before the first one launches (a refusal may not
@@ -200,7 +205,7 @@ nvfp4_status_t grouped_gemm(const GroupedGemmProblem& p, const Exec& exec) {
     const int32_t n = p.count - first < kGroupedMaxGroups ? p.count - first : kGroupedMaxGroups;
     plan_grouped(p.groups, first, n, dev, workspace, &plan);
     if (plan.fallback != nullptr) return run_loop(p, exec);  // (only the first chunk gets here)
-    st = launch_chunk(p, plan, exec, &kp);
+    st = launch_chunk(p, plan, exec, &kp, &pp);
     if (st != NVFP4_SUCCESS) return st;
   }
   return NVFP4_SUCCESS;

@@ -23,19 +23,16 @@
 
 namespace nvfp4::sm90 {
 
-// Groups per launch. The kernel parameters hold, per group, one 144-byte table entry and two
-// 128-byte tensor maps (weights, their linear scales): 64 groups = 25.6 KB of the 32764 bytes
-// a kernel may take (static_assert in kernel/grouped_gemm.cuh).
+// Groups per launch. The GEMM kernel's parameters hold, per group, one 112-byte table entry and
+// two 128-byte tensor maps (weights, their linear scales): 64 groups = 23.9 KB of the 32764 bytes
+// a kernel may take (static_assert in kernel/grouped_gemm.cuh). The token pass gets its own
+// 56-byte entries: 3.6 KB, under the classic 4 KB of parameters.
 constexpr int kGroupedMaxGroups = 64;
 
-// One group of a launch, in schedule order (plain data: the kernel reads it from its
-// parameters). Strides in bytes for the fp4 and scale operands, in elements for c.
+// One group of the GEMM launch, in schedule order (plain data: the kernel reads it from its
+// parameters). Strides in bytes for the scale operand, in elements for c.
 struct GroupedEntry {
-  const uint8_t* a;  // tokens (the token pass)
-  int64_t a_row_stride;
-  const uint8_t* sfa;
-  int64_t sfa_row_stride;  // linear only
-  const uint8_t* sfb;      // the weights' scales (the GEMM's producer; the weights come by TMA)
+  const uint8_t* sfb;  // the weights' scales (the producer; the weights come by TMA)
   int64_t sfb_row_stride;
   void* c;
   int64_t c_row_stride, c_col_stride;
@@ -48,8 +45,20 @@ struct GroupedEntry {
   int32_t tiles_w;  // weight tiles (N_g / 128 rounded up)
   int32_t c_dtype;  // DType
   int32_t c_vec4;   // 1: 4 consecutive n are contiguous and aligned (out_vec4)
-  int32_t sfa_words;  // blocked scales of A 4-byte aligned: the pass loads 32-bit words
-  int32_t problem;    // index of the group in the caller's problem (host only: the tensor maps)
+  int32_t problem;  // index of the group in the caller's problem (host only: the tensor maps)
+};
+
+// The same group for the token pass (same order; rows < 2^31 in all: the plan's grid check).
+struct GroupedPassEntry {
+  const uint8_t* a;
+  const uint8_t* sfa;
+  int64_t a_row_stride;
+  int64_t sfa_row_stride;  // linear only
+  int64_t K;
+  int32_t x_row;      // first workspace row
+  int32_t M;
+  int32_t num_kb;
+  int32_t sfa_words;  // blocked scales of A 4-byte aligned: 32-bit scale loads
 };
 
 // Token-pass CTAs per row for num_kb K blocks: 16 chunks of 8 fp16 per block, 512 chunks per
@@ -69,6 +78,7 @@ struct GroupedPlan {
   const char* fallback = nullptr;  // why the one-launch kernel leaves this chunk to the per-group loop
   int32_t count = 0;               // groups in the table (M_g = 0 or N_g = 0 groups left out)
   GroupedEntry entry[kGroupedMaxGroups];
+  GroupedPassEntry pass[kGroupedMaxGroups];
   int64_t tiles = 0;     // all groups' tiles
   int64_t rows = 0;      // sum M_g: rows of the token workspace
   int64_t kpad = 0;      // its row length: the largest K_g rounded up to 128
@@ -114,10 +124,6 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
       return;
     }
     GroupedEntry& e = g->entry[g->count];
-    e.a = p.a.data;
-    e.a_row_stride = p.a.row_stride;
-    e.sfa = p.sfa.data;
-    e.sfa_row_stride = p.sfa.row_stride;
     e.sfb = p.sfb.data;
     e.sfb_row_stride = p.sfb.row_stride;
     e.c = p.c.data;
@@ -132,7 +138,6 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
     e.tiles_w = static_cast<int32_t>((p.N + kTileW - 1) / kTileW);
     e.c_dtype = static_cast<int32_t>(p.c.dtype);
     e.c_vec4 = out_vec4(p.c, 1);
-    e.sfa_words = p.sfa.layout == NVFP4_SF_BLOCKED && is_aligned(p.sfa.data, 4) ? 1 : 0;
     e.problem = i;
     g->sf_blocked = p.sfb.layout == NVFP4_SF_BLOCKED ? 1 : 0;
     bulk = bulk && scales_bulk(p.sfb, p.K, 1);
@@ -162,6 +167,24 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
     if (kpad > g->kpad) g->kpad = kpad;
     if (e.num_kb < g->min_kb) g->min_kb = e.num_kb;
   }
+  if (g->tiles * kMaxSplits > 0x7FFFFFFF || g->rows > 0x7FFFFFFF) {
+    g->fallback = "sm90a grouped gemm: grid too large";
+    return;
+  }
+  for (int32_t i = 0; i < g->count; ++i) {
+    const GroupedEntry& e = g->entry[i];
+    const GemmProblem& p = groups[e.problem];
+    GroupedPassEntry& t = g->pass[i];
+    t.a = p.a.data;
+    t.sfa = p.sfa.data;
+    t.a_row_stride = p.a.row_stride;
+    t.sfa_row_stride = p.sfa.row_stride;
+    t.K = p.K;
+    t.x_row = static_cast<int32_t>(e.x_row);
+    t.M = static_cast<int32_t>(e.M);
+    t.num_kb = e.num_kb;
+    t.sfa_words = p.sfa.layout == NVFP4_SF_BLOCKED && is_aligned(p.sfa.data, 4) ? 1 : 0;
+  }
   g->max_pieces = grouped_pass_pieces(static_cast<int32_t>(g->kpad / kBlockK));
   g->workspace_bytes = token_workspace_bytes(g->rows, g->kpad, 1);
   if (g->workspace_bytes > kTokenWorkspaceMaxBytes) {
@@ -170,10 +193,6 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
   }
   if (workspace < g->workspace_bytes) {
     g->fallback = "sm90a grouped gemm: no token workspace";
-    return;
-  }
-  if (g->tiles * kMaxSplits > 0x7FFFFFFF || g->rows > 0x7FFFFFFF) {
-    g->fallback = "sm90a grouped gemm: grid too large";
     return;
   }
   g->sf_mode_without_tma = async ? kScaleCpAsync : kScaleSync;

@@ -18,8 +18,8 @@
 //        (predecoded_tile.cuh, as the pre-decoded GEMM).
 //
 // The problem table and the TMA descriptors travel in the kernel parameters (one
-// __grid_constant__ struct: 25.6 KB for 64 groups; sm90 kernels take 32764 bytes of parameters
-// with CUDA >= 12.1). Per group the host encodes two descriptors (weights; linear scales when
+// __grid_constant__ struct: 23.9 KB for 64 groups; sm90 kernels take 32764 bytes of parameters
+// with CUDA >= 12.1; the pass gets a 3.6 KB table of its own). Per group the host encodes two descriptors (weights; linear scales when
 // they load by TMA) with cuTensorMapEncodeTiled, 60-76 ns each on an H100 host
 // (bench/results/nvidia-h100/host_primitives.md): < 160 ns per group, no device work, nothing
 // to fence. The alternative, one prototype descriptor patched per group on the device with
@@ -63,27 +63,35 @@ struct GroupedParams {
   CUtensorMap sfw[kGroupedMaxGroups];     // their linear scales (kScaleTma only)
   GroupedEntry g[kGroupedMaxGroups];      // schedule order (grouped_plan.hpp)
   GemmParams base;  // what every group shares: splits, sf_blocked, sf_mode, x_box_rows (L = 1)
-  uint16_t* ws;     // the token workspace (fp16 bits)
-  int64_t kpad;
   int64_t tiles;
   int32_t count;
 };
-// cudaLaunchKernelEx takes at most 32764 bytes of kernel parameters (sm70+, CUDA >= 12.1).
-static_assert(sizeof(GroupedParams) <= 32764, "the grouped kernels' parameters exceed 32764 bytes");
+struct GroupedPassParams {
+  GroupedPassEntry g[kGroupedMaxGroups];  // the same order
+  uint16_t* ws;  // the token workspace (fp16 bits)
+  int64_t kpad;
+  int32_t count;
+  int32_t sf_blocked;
+};
+// cudaLaunchKernelEx takes at most 32764 bytes of kernel parameters (sm70+, CUDA >= 12.1); the
+// pass stays within the 4 KB every CUDA 12 driver takes on its usual path.
+static_assert(sizeof(GroupedParams) <= 32764, "the grouped GEMM kernel's parameters exceed 32764 bytes");
+static_assert(sizeof(GroupedPassParams) <= 4096, "the grouped token pass's parameters exceed 4 KB");
 static_assert(EpilogueClusterReduce::kSmemBytes <= sizeof(MainloopRSPredecoded::Stage) * MainloopRSPredecoded::kStages,
               "the epilogue tile reuses the stage ring");
 static_assert(kPredecodeThreads * kPredecodeUnroll == kGroupedPassChunksPerCta && kChunksPerBlock == 16,
               "grouped_plan.hpp's grouped_pass_pieces is token_predecode.cuh's predecode_pieces");
 
-// The last table entry whose key (x_row or tile_begin, ascending, entry 0's is 0) is <= v:
-// at most 6 steps for 64 groups, parameter-space loads only.
-template <bool kByTile>
-__device__ __forceinline__ int32_t grouped_find(const GroupedParams& p, int64_t v) {
+// The last table entry whose key (ascending, entry 0's is 0) is <= v: at most 6 steps for 64
+// groups, parameter-space loads only. Keys: tile_begin (GEMM), x_row (pass).
+__device__ __forceinline__ int64_t grouped_key(const GroupedEntry& e) { return e.tile_begin; }
+__device__ __forceinline__ int64_t grouped_key(const GroupedPassEntry& e) { return e.x_row; }
+template <class Table>
+__device__ __forceinline__ int32_t grouped_find(const Table& p, int64_t v) {
   int32_t lo = 0, hi = p.count;
   while (hi - lo > 1) {
     const int32_t mid = (lo + hi) >> 1;
-    const int64_t key = kByTile ? p.g[mid].tile_begin : p.g[mid].x_row;
-    if (key <= v) lo = mid; else hi = mid;
+    if (grouped_key(p.g[mid]) <= v) lo = mid; else hi = mid;
   }
   return lo;
 }
@@ -93,9 +101,9 @@ __device__ __forceinline__ int32_t grouped_find(const GroupedParams& p, int64_t 
 // piece lies past its group's K blocks loads and stores nothing (x_predecode_load reads zeros
 // past K, x_predecode_store skips blocks >= num_kb), but still waits and triggers like the rest.
 __global__ void __launch_bounds__(kPredecodeThreads)
-    nvfp4_sm90_grouped_token_pass_kernel(const __grid_constant__ GroupedParams p) {
+    nvfp4_sm90_grouped_token_pass_kernel(const __grid_constant__ GroupedPassParams p) {
   const int64_t row = blockIdx.x;
-  const GroupedEntry& e = p.g[grouped_find<false>(p, row)];
+  const GroupedPassEntry& e = p.g[grouped_find(p, row)];
   XPredecodeParams xp;
   xp.a = e.a;
   xp.a_row_stride = e.a_row_stride;
@@ -103,13 +111,13 @@ __global__ void __launch_bounds__(kPredecodeThreads)
   xp.sf = e.sfa;
   xp.sf_row_stride = e.sfa_row_stride;
   xp.sf_batch_stride = 0;
-  xp.sf_blocked = p.base.sf_blocked;
+  xp.sf_blocked = p.sf_blocked;
   xp.sf_words = e.sfa_words;
   xp.M = e.M;
   xp.K = e.K;
   xp.L = 1;
   xp.num_kb = e.num_kb;
-  xp.out = p.ws + e.x_row * p.kpad;
+  xp.out = p.ws + static_cast<int64_t>(e.x_row) * p.kpad;
   xp.out_row_stride = p.kpad;
   xp.out_batch_stride = 0;
   const XPredecodeRow r = predecode_row(xp, row - e.x_row, 0);
@@ -131,7 +139,7 @@ struct GroupedTile {
 };
 __device__ __forceinline__ GroupedTile grouped_tile(const GroupedParams& p, int64_t t) {
   GroupedTile r;
-  r.g = grouped_find<true>(p, t);
+  r.g = grouped_find(p, t);
   const GroupedEntry& e = p.g[r.g];
   const int64_t u = t - e.tile_begin;
   r.w0 = (u % e.tiles_w) * MainloopRSPredecoded::kBlockW;
