@@ -47,6 +47,7 @@ def build_suites(quick: bool = False, tiny: bool = False) -> list:
         gemm_k, k_mn = [64, 128], (16, 32)
         moe_tokens, moe = [8, 40], (4, 32, 64)
         quant = [(64, 256)]
+        decode = ["gemm:2x64x256", "gemm:17x64x256"]
     else:
         shapes = [f"{op}:{s}" for op in ("gemv", "gemm", "dual", "grouped") for s in SHAPES[op]]
         gemm_nk, gemv_k, k_mn, moe = GEMM_NK, 7168, (128, 7168), (MOE_G, MOE_N, MOE_K)
@@ -62,6 +63,11 @@ def build_suites(quick: bool = False, tiny: bool = False) -> list:
             gemm_k = [1024 * 2 ** i for i in range(6)]              # 1024 .. 32768
             moe_tokens = [64 * 2 ** i for i in range(9)]            # 64 .. 16384
             quant = [(128, 7168), (4096, 7168), (16384, 16384)]
+        # issue 22: the decode regime (2..64 tokens) on its (N, K) pairs, M = 1 (GEMV) as the
+        # floor's reference, and the tile boundary 128 / 129 on N = K = 7168
+        decode = [f"gemm:{m}x{nn}x{kk}" for nn, kk in ((7168, 7168), (4096, 14336), (14336, 4096))
+                  for m in ((1, 4, 16, 64) if quick else (1, 2, 4, 8, 16, 32, 64))]
+        decode += ["gemm:128x7168x7168", "gemm:129x7168x7168"]
     g, n, k = moe
     return [
         ("shapes", "Benchmark shapes (gpu-mode)", shapes),
@@ -70,6 +76,8 @@ def build_suites(quick: bool = False, tiny: bool = False) -> list:
          [f"packed:{'+'.join(map(str, moe_split(t, g)))}x{n}x{k}" for t in moe_tokens]),
         ("gemv_m", f"gemv, M sweep (K = {gemv_k}, L = 1)", [f"gemv:{m}x{gemv_k}x1" for m in gemv_m]),
         ("gemm_k", f"gemm, K sweep (M = {k_mn[0]}, N = {k_mn[1]})", [f"gemm:{k_mn[0]}x{k_mn[1]}x{kk}" for kk in gemm_k]),
+        ("decode", "gemm, decode regime (issue 22): M = 1..64 on (N, K) = 7168x7168, 4096x14336, 14336x4096; "
+         "M = 128 / 129", decode),
         ("quant", "quantize / dequantize / scale swizzle vs a D2D copy",
          [f"{op}:{m}x{kk}" for m, kk in quant for op in ("quantize", "dequantize", "swizzle", "unswizzle")]),
     ]
@@ -97,7 +105,7 @@ def parse_args(argv=None):
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="results root; files go to <out>/<gpu-name>/ (default bench/results)")
     ap.add_argument("--suites", default=None,
-                    help="comma-separated subset of shapes,gemm_m,moe,gemv_m,gemm_k,quant (default all)")
+                    help="comma-separated subset of shapes,gemm_m,moe,gemv_m,gemm_k,decode,quant (default all)")
     ap.add_argument("--backend", default="auto", help="nvfp4 backend(s), comma-separated (default auto)")
     ap.add_argument("--reps", type=int, default=None, help="timed batches per row (default 10; --quick 5)")
     ap.add_argument("--max-minutes", type=float, default=None,

@@ -1,0 +1,230 @@
+"""GPU tests of the decode-regime GEMM (issue 22): gemm with 2..32 tokens runs the sm90a
+decode kernel (cpp/src/sm90/gemv/decode_kernel.cuh, routed by gemm_plan.hpp's decode_route)
+wherever the operands are aligned; the results must match the float64 reference
+(docs/design.md "Numerics", tests/_util.py tolerances) on the benchmark shapes, odd shapes
+(token-group tails, N tails, K = 32 / 96 tails, both layouts, L = 1 / 3, fp16 / bf16 / fp32),
+every token count, every cluster split the plan picks on an H100, extreme and NaN scales,
+device alphas (also changed between CUDA-graph replays); and the profiler must show the
+decode kernel (not the tiled GEMM, not GEMVs) for M = 2..32. M = 33..65 (the tiled GEMM)
+are checked beside them.
+
+Run: python -m pytest -q tests/test_gpu_decode.py"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nvfp4
+from nvfp4 import _nvfp4_ext
+from _util import assert_matches, pow2_alpha
+from test_gpu_ops import HAVE_GPU, Operand, _make_device, ref_gemm, run_backend
+
+pytestmark = pytest.mark.gpu
+
+IS_SM90 = HAVE_GPU and _nvfp4_ext.device_info(0)["backend"] == "sm90a"
+BACKENDS = ["auto"] + (["sm90a"] if IS_SM90 else [])
+LAYOUTS = ["linear", "blocked"]
+needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the decode kernel is sm90a's (a CC 9.0 device)")
+
+
+@pytest.fixture(scope="module")
+def dev():
+    if not HAVE_GPU:
+        pytest.skip("no CUDA device")
+    return _make_device()
+
+
+def case(dev, M, N, K, L, layout, rng, **kw):
+    a = Operand(dev, M, K, L, layout, rng, **kw)
+    b = Operand(dev, N, K, L, layout, rng, **kw)
+    return a, b, ref_gemm(dev, a, b)
+
+
+def gemm(a, b, layout, backend, **kw):
+    return run_backend(backend, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend=backend, **kw))
+
+
+# ---------------------------------------------------------------------------
+# The benchmark shapes of issue 22
+# ---------------------------------------------------------------------------
+
+TARGET_NK = [(7168, 7168), (4096, 14336), (14336, 4096)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M", [2, 4, 8, 16, 32, 64])
+@pytest.mark.parametrize("N,K", TARGET_NK)
+def test_target_shapes(dev, N, K, M, layout, backend, rng):
+    a, b, acc = case(dev, M, N, K, None, layout, rng)
+    alpha = pow2_alpha(acc)
+    out = gemm(a, b, layout, backend, alpha=alpha)
+    assert tuple(out.shape) == (M, N)
+    assert_matches(dev.get(out), alpha * acc, "float16")
+
+
+# ---------------------------------------------------------------------------
+# Odd shapes: token-group tails (3, 17), the tiled GEMM just above the range (63, 65),
+# N tails (8, 200: partial 16-row tasks and 128-row blocks), K tails (32, 96: partial stages
+# and steps), K = 4096 (8 full stages), L = 1 / 3, every output dtype
+# ---------------------------------------------------------------------------
+
+ODD = [(M, N, K) for M in (3, 17, 63, 65) for N in (8, 200) for K in (32, 96, 4096)]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K", ODD)
+def test_odd_shapes(dev, M, N, K, layout, out_dtype, backend, rng):
+    if out_dtype == "bfloat16" and dev.name != "torch":
+        pytest.skip("bfloat16 device arrays need PyTorch")
+    L = (None, 3)[ODD.index((M, N, K)) % 2]
+    a, b, acc = case(dev, M, N, K, L, layout, rng)
+    alpha = pow2_alpha(acc)
+    out = gemm(a, b, layout, backend, alpha=alpha, out_dtype=out_dtype)
+    assert tuple(out.shape) == ((M, N) if L is None else (L, M, N))
+    assert_matches(dev.get(out), alpha * acc, out_dtype)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_token_count(dev, layout, backend, rng):
+    """M = 2..33 on one shape: every tail of the 8-token groups (1, 2 and 4 groups), fp32 out,
+    a device alpha; N = 300 (a partial 128-row block), K = 1024 (2 stages)."""
+    N, K = 300, 1024
+    for M in range(2, 34):
+        a, b, acc = case(dev, M, N, K, None, layout, rng)
+        alpha = pow2_alpha(acc) * 0.75
+        out = gemm(a, b, layout, backend, alpha=dev.scalar(alpha), out_dtype="float32")
+        assert_matches(dev.get(out), alpha * acc, "float32")
+
+
+# K splits over a cluster that the plan picks on an H100 (132 SMs; another GPU may pick
+# others, the results must match all the same): kc 1 / 2 / 4 / 8, partial last ranks.
+SPLITS = [
+    (8, 256, 8192, 1),      # 2-warp CTAs, kc 2
+    (16, 512, 16384, 1),    # kc 4
+    (5, 1024, 32768, 1),    # 4-warp CTAs, kc 8
+    (32, 1000, 6144, 2),    # kc 2, 6 stages per rank, batched
+    (12, 128, 12288, 1),    # kc 4, one 128-row block
+    (9, 7168, 7168, 1),     # 8-warp CTAs, kc 2 (a benchmark shape)
+    (24, 4096, 14336, 1),   # kc 4 (a benchmark shape)
+    (2, 4100, 2080, 3),     # K tail: a partial last stage, N tail
+]
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L", SPLITS)
+def test_cluster_splits(dev, M, N, K, L, layout, backend, rng):
+    if layout == "linear" and K % 256:
+        layout = "blocked"  # linear weight scales with K % 256 != 0 take the old routes
+    a, b, acc = case(dev, M, N, K, L, layout, rng)
+    out = gemm(a, b, layout, backend, out_dtype="float32")
+    assert_matches(dev.get(out), acc, "float32")
+
+
+# ---------------------------------------------------------------------------
+# Scales, alphas, graphs
+# ---------------------------------------------------------------------------
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("M", [4, 16, 32])
+def test_extreme_scales(dev, M, backend, rng):
+    """Every e4m3 byte but NaN (subnormals, zero, negatives, 448) in both operands: every
+    decoded e2m1 * scale * 2^-14 must be an exact fp16 (down to 2^-24)."""
+    N, K = 300, 1024
+    a, b = Operand(dev, M, K, None, "linear", rng), Operand(dev, N, K, None, "linear", rng)
+    codes = np.array([c for c in range(256) if c not in (0x7F, 0xFF)], np.uint8)
+    for op in (a, b):
+        op.sf_host = rng.choice(codes, op.sf_host.shape).astype(np.uint8)
+        op.sf = op.sf_linear = dev.put(op.sf_host)
+    acc = ref_gemm(dev, a, b)
+    out = gemm(a, b, "linear", backend, out_dtype="float32")
+    assert_matches(dev.get(out), acc, "float32")
+    for op in (a, b):  # the smallest scales alone
+        op.sf_host = rng.choice(np.arange(1, 8, dtype=np.uint8), op.sf_host.shape).astype(np.uint8)
+        op.sf = op.sf_linear = dev.put(op.sf_host)
+    acc = ref_gemm(dev, a, b)
+    out = gemm(a, b, "linear", backend, out_dtype="float32")
+    assert_matches(dev.get(out), acc, "float32")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_nan_scales(dev, backend, rng):
+    """A NaN weight scale makes its row NaN for every token, a NaN token scale its token NaN
+    for every row; nothing else (a partial last stage included: K = 1056)."""
+    M, N, K = 12, 260, 1056
+    a, b = Operand(dev, M, K, None, "blocked", rng), Operand(dev, N, K, None, "blocked", rng)
+    sb, sa = b.sf_host.copy(), a.sf_host.copy()
+    sb[37, 5] = 0x7F
+    sb[259, K // 16 - 1] = 0xFF
+    sa[3, 0] = 0x7F
+    from nvfp4 import reference as R
+    for op, sf in ((a, sa), (b, sb)):
+        op.sf_host = sf
+        op.sf_linear = dev.put(sf)
+        op.sf = dev.put(R.to_blocked(sf))
+    acc = ref_gemm(dev, a, b)
+    assert np.isnan(acc).sum() == 2 * M + N - 2  # rows 37, 259 x every token; token 3 x every row
+    out = gemm(a, b, "blocked", backend, out_dtype="float32")
+    assert_matches(dev.get(out), acc, "float32")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_graph_replay_reads_alpha(dev, backend, rng):
+    if dev.name != "torch":
+        pytest.skip("graph capture through torch.cuda.graph")
+    torch = dev.torch
+    M, N, K = 8, 4096, 4096
+    a, b, acc = case(dev, M, N, K, None, "blocked", rng)
+    alpha = pow2_alpha(acc, 3.0)
+    d = dev.scalar(alpha)
+    out = dev.empty((M, N), "float32")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):  # warm-up outside capture
+        gemm(a, b, "blocked", backend, alpha=d, out_dtype="float32", out=out)
+    s.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        gemm(a, b, "blocked", backend, alpha=d, out_dtype="float32", out=out)
+    d.fill_(4 * alpha)
+    out.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert_matches(dev.get(out), 4 * alpha * acc, "float32")
+
+
+# ---------------------------------------------------------------------------
+# What runs
+# ---------------------------------------------------------------------------
+
+def _kernel_names(dev, fn):
+    torch = dev.torch
+    fn()  # warm-up (per-device setup)
+    torch.cuda.synchronize()
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.key for e in prof.key_averages()]
+
+
+@needs_sm90
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M", [1, 2, 3, 8, 9, 16, 17, 32, 33, 64])
+def test_decode_kernel_runs(dev, M, layout, rng):
+    if dev.name != "torch":
+        pytest.skip("needs PyTorch (profiler)")
+    N, K = 4096, 7168
+    a, b = Operand(dev, M, K, None, layout, rng), Operand(dev, N, K, None, layout, rng)
+    names = _kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend="sm90a"))
+    decode = [n for n in names if "gemm_decode_kernel" in n]
+    others = [n for n in names if "nvfp4_sm90_gemm" in n or "gemv_mma_kernel" in n or "gemv_reg_kernel" in n]
+    if 2 <= M <= 32:
+        assert len(decode) == 1 and not others, names
+    else:
+        assert not decode and others, names
+    assert nvfp4.last_backend() == "sm90a"
