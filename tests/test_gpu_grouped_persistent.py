@@ -10,7 +10,8 @@ tiles); 64 groups in one call and 70 (two launch pairs); device alphas per group
 kernel time and changed between CUDA-graph replays; graph replay with new data in the same
 buffers (list API) and with new offsets (packed API); a malformed device offsets table (packed:
 no fault, no hang, the rows it covers first come out finite, a good table afterwards is right);
-and that a list call launches the token pass and one GEMM kernel whatever G is (profiler).
+that a list call launches the token pass and one GEMM kernel whatever G is (profiler); and the
+gpu-mode adapter (nvfp4.gpumode.grouped_gemm) on group tuples, both layouts, on that kernel.
 
 Run: python -m pytest -q tests/test_gpu_grouped_persistent.py"""
 
@@ -297,3 +298,41 @@ def test_one_launch_whatever_g(dev, G, rng):
     assert sum("nvfp4_sm90_grouped_token_pass_kernel" in k for k in kernels) == 1, kernels
     assert sum("nvfp4_sm90_grouped_gemm_kernel" in k for k in kernels) == 1, kernels
     assert nvfp4.last_backend() == "sm90a"
+
+
+# ---------------------------------------------------------------------------
+# The gpu-mode adapter on group tuples
+# ---------------------------------------------------------------------------
+
+@needs_sm90
+@pytest.mark.parametrize("sf_layout", LAYOUTS)
+@pytest.mark.parametrize("Ms,N,K", [BENCH[2], BENCH[3]])
+def test_gpumode_adapter_runs_grouped_kernel(dev, Ms, N, K, sf_layout):
+    """nvfp4.gpumode.grouped_gemm on gpu-mode tuples ((rows, K/2, 1) tensors, 6-D blocked scale
+    views) runs the one-launch kernel and matches the float64 reference."""
+    if dev.name != "torch":
+        pytest.skip("gpu-mode tuples are torch tensors")
+    torch = dev.torch
+    from test_gpu_frameworks import _gpumode_operand
+    from nvfp4 import gpumode
+    abc, sfs, sfs_p, sizes = [], [], [], []
+    for m in Ms:
+        ga, gsa, gsa_p = _gpumode_operand(torch, m, K, 1)
+        gb, gsb, gsb_p = _gpumode_operand(torch, N, K, 1)
+        abc.append((ga, gb, torch.empty((m, N, 1), dtype=torch.float16, device="cuda")))
+        sfs.append((gsa, gsb))
+        sfs_p.append((gsa_p, gsb_p))
+        sizes.append((m, N, K, 1))
+    gpumode.grouped_gemm((abc, sfs, sfs_p, sizes), sf_layout=sf_layout, backend="sm90a")  # warm-up
+    torch.cuda.synchronize()
+    from torch.autograd import DeviceType
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        outs = gpumode.grouped_gemm((abc, sfs, sfs_p, sizes), sf_layout=sf_layout, backend="sm90a")
+        torch.cuda.synchronize()
+    kernels = [e.name for e in prof.events() if e.device_type == DeviceType.CUDA]
+    assert len(kernels) == 2 and any("nvfp4_sm90_grouped_gemm_kernel" in k for k in kernels), kernels
+    for (ga, gb, gc), (gsa, gsb), o in zip(abc, sfs, outs):
+        assert o is gc
+        ref = dev.matmul_t(dev.decode(ga[:, :, 0], gsa[:, :, 0]), dev.decode(gb[:, :, 0], gsb[:, :, 0]))
+        assert_matches(dev.get(gc[:, :, 0]), dev.get(ref), "float16")
