@@ -104,6 +104,9 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
   g->min_kb = 0x7FFFFFFF;
   g->max_pieces = 0;
   g->splits = 1;
+  g->x_box_rows = 0;
+  g->sf_blocked = 0;
+  g->sf_mode = g->sf_mode_without_tma = kScaleSync;
   g->workspace_bytes = 0;
   g->grid = 0;
   bool bulk = true, tma = true, async = true;
