@@ -1,12 +1,12 @@
-"""GPU tests of the decode-regime GEMM (issue 22): gemm with 2..32 tokens runs the sm90a
+"""GPU tests of the decode-regime GEMM (issue 22): gemm with 2..64 tokens runs the sm90a
 decode kernel (cpp/src/sm90/gemv/decode_kernel.cuh, routed by gemm_plan.hpp's decode_route)
 wherever the operands are aligned; the results must match the float64 reference
 (docs/design.md "Numerics", tests/_util.py tolerances) on the benchmark shapes, odd shapes
 (token-group tails, N tails, K = 32 / 96 tails, both layouts, L = 1 / 3, fp16 / bf16 / fp32),
 every token count, every cluster split the plan picks on an H100, extreme and NaN scales,
 device alphas (also changed between CUDA-graph replays); and the profiler must show the
-decode kernel (not the tiled GEMM, not GEMVs) for M = 2..32. M = 33..65 (the tiled GEMM)
-are checked beside them.
+decode kernel (not the tiled GEMM, not GEMVs) for M = 2..64. M = 1 (a GEMV) and 65 (the
+tiled GEMM) are checked beside them.
 
 Run: python -m pytest -q tests/test_gpu_decode.py"""
 
@@ -65,7 +65,7 @@ def test_target_shapes(dev, N, K, M, layout, backend, rng):
 
 
 # ---------------------------------------------------------------------------
-# Odd shapes: token-group tails (3, 17), the tiled GEMM just above the range (63, 65),
+# Odd shapes: token-group tails (3, 17, 63), the tiled GEMM just above the range (65),
 # N tails (8, 200: partial 16-row tasks and 128-row blocks), K tails (32, 96: partial stages
 # and steps), K = 4096 (8 full stages), L = 1 / 3, every output dtype
 # ---------------------------------------------------------------------------
@@ -91,10 +91,10 @@ def test_odd_shapes(dev, M, N, K, layout, out_dtype, backend, rng):
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_every_token_count(dev, layout, backend, rng):
-    """M = 2..33 on one shape: every tail of the 8-token groups (1, 2 and 4 groups), fp32 out,
-    a device alpha; N = 300 (a partial 128-row block), K = 1024 (2 stages)."""
+    """M = 2..65 on one shape: every tail of the 8-token groups (1, 2, 4 and 8 groups; 65: the
+    tiled GEMM), fp32 out, a device alpha; N = 300 (a partial 128-row block), K = 1024 (2 stages)."""
     N, K = 300, 1024
-    for M in range(2, 34):
+    for M in range(2, 66):
         a, b, acc = case(dev, M, N, K, None, layout, rng)
         alpha = pow2_alpha(acc) * 0.75
         out = gemm(a, b, layout, backend, alpha=dev.scalar(alpha), out_dtype="float32")
@@ -111,6 +111,8 @@ SPLITS = [
     (12, 128, 12288, 1),    # kc 4, one 128-row block
     (9, 7168, 7168, 1),     # 8-warp CTAs, kc 2 (a benchmark shape)
     (24, 4096, 14336, 1),   # kc 4 (a benchmark shape)
+    (64, 7168, 7168, 1),    # 8 token groups, kc 2
+    (40, 512, 16384, 2),    # 8 token groups, kc 4, batched
     (2, 4100, 2080, 3),     # K tail: a partial last stage, N tail
 ]
 
@@ -131,7 +133,7 @@ def test_cluster_splits(dev, M, N, K, L, layout, backend, rng):
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("M", [4, 16, 32])
+@pytest.mark.parametrize("M", [4, 16, 32, 64])
 def test_extreme_scales(dev, M, backend, rng):
     """Every e4m3 byte but NaN (subnormals, zero, negatives, 448) in both operands: every
     decoded e2m1 * scale * 2^-14 must be an exact fp16 (down to 2^-24)."""
@@ -214,7 +216,7 @@ def _kernel_names(dev, fn):
 
 @needs_sm90
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("M", [1, 2, 3, 8, 9, 16, 17, 32, 33, 64])
+@pytest.mark.parametrize("M", [1, 2, 3, 8, 9, 16, 17, 32, 33, 64, 65])
 def test_decode_kernel_runs(dev, M, layout, rng):
     if dev.name != "torch":
         pytest.skip("needs PyTorch (profiler)")
@@ -223,7 +225,7 @@ def test_decode_kernel_runs(dev, M, layout, rng):
     names = _kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend="sm90a"))
     decode = [n for n in names if "gemm_decode_kernel" in n]
     others = [n for n in names if "nvfp4_sm90_gemm" in n or "gemv_mma_kernel" in n or "gemv_reg_kernel" in n]
-    if 2 <= M <= 32:
+    if 2 <= M <= 64:
         assert len(decode) == 1 and not others, names
     else:
         assert not decode and others, names

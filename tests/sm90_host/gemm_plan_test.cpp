@@ -182,9 +182,9 @@ static void test_known_shapes() {
       {1024, 2048, 4096, 1, true, GemmPath::kPredecoded, 1, false},  // 128 tiles <= 132 SMs: not persistent
       {128, 7168, 1024, 1, true, GemmPath::kFused, 2, true},         // K < 2048: never pre-decoded
       {300, 300, 96, 3, true, GemmPath::kFused, 1, true},            // one K block: one CTA per tile
-      // (3..32 tokens run on the decode kernel: test_decode_route; 33 has the same single token tile)
-      {33, 256, 8192, 1, true, GemmPath::kFused, 8, true},           // 2 tiles, 64 blocks: 8 CTAs of 8
-      {33, 256, 16384, 1, true, GemmPath::kPredecoded, 8, false},    // 8 CTAs of 16 blocks, 40-row token box
+      // (3..64 tokens run on the decode kernel: test_decode_route; 65 has the same single token tile)
+      {65, 256, 8192, 1, true, GemmPath::kFused, 8, true},           // 2 tiles, 64 blocks: 8 CTAs of 8
+      {65, 256, 16384, 1, true, GemmPath::kPredecoded, 8, false},    // 8 CTAs of 16 blocks, 72-row token box
   };
   for (const Want& w : wants) {
     const GemmProblem p = dense(w.M, w.N, w.K, w.L);
@@ -479,8 +479,8 @@ static void test_packed() {
 }
 
 // ---------------------------------------------------------------------------
-// The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..32 tokens with aligned
-// operands; M = 1 stays a GEMV, M = 33.. the tiled GEMM, misaligned operands the old routes.
+// The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..64 tokens with aligned
+// operands; M = 1 stays a GEMV, M = 65.. the tiled GEMM, misaligned operands the old routes.
 // ---------------------------------------------------------------------------
 static void test_decode_route() {
   const GemmDeviceNumbers dev = h100();
@@ -490,11 +490,11 @@ static void test_decode_route() {
       for (int64_t NK : {int64_t{7168}, int64_t{4096}}) {
         const GemmProblem p = dense(M, NK, NK == 4096 ? 14336 : 7168, 1, lay);
         const GemmPlan g = plan_gemm(p, dev, SIZE_MAX);
-        const GemmPath want = M == 1 ? GemmPath::kGemvRoute : M <= 32 ? GemmPath::kDecode : GemmPath::kPredecoded;
-        CHECK(g.unsupported == nullptr && g.path == want && (M > 32 || g.workspace_bytes == 0),
+        const GemmPath want = M == 1 ? GemmPath::kGemvRoute : M <= 64 ? GemmPath::kDecode : GemmPath::kPredecoded;
+        CHECK(g.unsupported == nullptr && g.path == want && (M > 64 || g.workspace_bytes == 0),
               "M=%lld N=%lld layout %d: %s (want %s)", static_cast<long long>(M), static_cast<long long>(NK),
               static_cast<int>(lay), path_name(g.path), path_name(want));
-        CHECK(decode_route(p) == (M >= 2 && M <= 32), "decode_route M=%lld", static_cast<long long>(M));
+        CHECK(decode_route(p) == (M >= 2 && M <= 64), "decode_route M=%lld", static_cast<long long>(M));
       }
   // batched, odd shapes, mixed layouts, fp32 out, strided output: still the decode kernel
   {

@@ -38,7 +38,7 @@ constexpr int kMaxSplits = 8;   // CTAs of a split-K cluster (the portable clust
 // three GEMVs (~37 µs) are not a sure win at M = 3.
 constexpr int64_t kGemvMaxTokens = 2;
 
-// The decode regime: 2..kDecodeMaxTokens (32) tokens with the operands the decode kernel
+// The decode regime: 2..kDecodeMaxTokens (64) tokens with the operands the decode kernel
 // takes (gemv/decode_plan.hpp: 16-byte aligned rows, weight scales as 16-byte pieces) run
 // on gemm_decode.cu's kernel, which streams the weights like the MMA GEMV and multiplies
 // each decoded weight fragment by all tokens (the tiled GEMM took 24.5-31 µs = 2.5-3.0x SOL

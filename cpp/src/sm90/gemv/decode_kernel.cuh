@@ -1,12 +1,12 @@
 // gemm_decode_kernel: the sm90a GEMM of the decode regime, c[l, m, n] = alpha * sum_k
-// x[l, m, k] * w[l, n, k] for M = 2..32 tokens x against N weight rows w (decode_plan.hpp
+// x[l, m, k] * w[l, n, k] for M = 2..64 tokens x against N weight rows w (decode_plan.hpp
 // says which problems; the tiled GEMM takes the rest).
 //
 // Why: with a few tokens the work is reading the weights once. The MMA GEMV (mma_kernel.cuh)
 // streams them at 1.2-1.5x the copy SOL; this kernel keeps its copy side unchanged (each
 // warp streams 16 weight rows through its own 2-stage cp.async ring, 256 B of each row per
 // stage, the blocked scales of a 64-element K tile as one 64-byte piece) and replaces the
-// one-token math by fp16 tensor-core MMAs over up to 32 tokens.
+// one-token math by fp16 tensor-core MMAs over up to 64 tokens.
 //
 // Numerics (docs/design.md "Numerics", the sm90a GEMM's contract): every weight element is
 // decoded to e2m1 * 2^-14 in fp16 and multiplied by its block scale (HMUL2, exact:

@@ -48,16 +48,18 @@ struct DecodeArgs {
   int64_t c_row, c_col, c_batch;   // elements: per token m, per weight row n, per batch
 };
 
-// Tokens taken: 2..32 (NT8 = 1, 2 or 4 groups of 8). One token stays a GEMV (gemv.cu);
-// above 32 the per-warp token fragments (4 LDS.128 per word and group) would read ~2 KB of
-// shared memory per 16x16 weight tile at NT8 = 8, ~24k cycles per SM on N = K = 7168
-// against ~17k for the weights' bytes: the tiled GEMM keeps M > 32 (bench/NOTES.md
-// "Decode-regime GEMM").
+// Tokens taken: 2..64 (NT8 = 1, 2, 4 or 8 groups of 8). One token stays a GEMV (gemv.cu).
+// The per-warp token fragments cost shared-memory bandwidth: 4 LDS.128 per word and group,
+// (1 + 2 NT8) KB per warp step of 2048 weight elements, i.e. on N = K = 7168 (389 k weight
+// elements per SM) ~13k cycles of the SM's 128 B/clk at NT8 = 4 and ~25k at NT8 = 8, against
+// ~17k for the weights' bytes on an H100: 33..64 tokens are expected at ~1.5-1.7x SOL there,
+// still under the tiled GEMM's 2.5-3.0x (bench/NOTES.md "Decode-regime GEMM"; unmeasured).
 constexpr int64_t kDecodeMinTokens = 2;
-constexpr int64_t kDecodeMaxTokens = 32;
-inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : 4; }
+constexpr int64_t kDecodeMaxTokens = 64;
+inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8; }
 // Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile: 64
-// chunks (2048 K) = 32 / 64 KB for 8 / 16 tokens, 32 chunks = 64 KB for 32 tokens.
+// chunks (2048 K) = 32 / 64 KB for 8 / 16 tokens, 32 chunks = 64 / 128 KB for 32 / 64 tokens
+// (with the 8 warps' rings, 75 KB, one CTA per SM).
 inline int decode_tile_chunks(int nt8) { return nt8 <= 2 ? 64 : 32; }
 constexpr int kDecodeMaxWarps = 8;
 constexpr int kDecodeMaxCluster = 8;
