@@ -200,3 +200,27 @@ def test_bad_input_raises_before_anything_is_written(rng):
         nvfp4.gemm(a, sfa, b, sfb, alpha="2", out=out)
     torch.cuda.synchronize()
     assert bool((out == 7.0).all())
+
+
+def test_grouped_device_alphas_are_read_at_replay(rng):
+    """grouped_gemm's alphas as a (G,) float32 tensor on the device: each group reads its
+    element when the kernel runs, so a captured call follows new alphas on replay."""
+    shapes = [(100, 256, 2048), (1, 72, 512), (156, 200, 4096)]
+    hosts = [_host(rng, *s) for s in shapes]
+    dev = [_dev(h) for h in hosts]
+    alphas = torch.tensor([0.5, 2.0, -1.0], dtype=torch.float32, device="cuda")
+    outs = [torch.empty(s[0], s[1], dtype=torch.float32, device="cuda") for s in shapes]
+
+    def run():
+        nvfp4.grouped_gemm([d[0] for d in dev], [d[1] for d in dev], [d[2] for d in dev], [d[3] for d in dev],
+                           alphas=alphas, out=outs)
+
+    g = _capture(run)
+    for new in ([0.25, 4.0, 1.0], [3.0, -0.5, 0.125]):
+        alphas.copy_(torch.tensor(new))
+        for o in outs:
+            o.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        for o, h, al in zip(outs, hosts, new):
+            _check(o, h, alpha=al)

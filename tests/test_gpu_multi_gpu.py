@@ -205,8 +205,7 @@ def test_grouped_list_with_one_group_elsewhere_names_it(rng):
     a = _on(DEV1, *[p[0] for p in probs])
     a[2] = a[2].to(DEV0)
     rest = [_on(DEV1, *[p[i] for p in probs]) for i in (1, 2, 3)]
-    with pytest.raises(ValueError, match=r"group 2\): argument 'a' is on cuda:0 but 'a' of grouped_gemm \(group 0\) "
-                                         r"is on cuda:1"):
+    with pytest.raises(ValueError, match=r"group 2\): argument 'a' is on cuda:0 but 'a' of group 0 is on cuda:1"):
         nvfp4.grouped_gemm(a, *rest)
 
 
@@ -283,3 +282,15 @@ def test_example_jax_sharded_gated_mlp():
     out = _run_example(["examples/sharded_gated_mlp_jax.py", "--tokens", "64", "--hidden", "1024",
                         "--intermediate", "2048", "--iters", "5"])
     assert "matches the float64 reference" in out
+
+
+@pytest.mark.parametrize("op", ["gemm", "grouped_gemm"])
+def test_device_alpha_on_another_gpu_is_refused(op, rng):
+    h = _operands(rng, 64, 64, 256)
+    d = _on(DEV1, *h)
+    if op == "gemm":
+        call = lambda: nvfp4.gemm(*d, alpha=torch.ones(1, device=DEV0))  # noqa: E731
+    else:
+        call = lambda: nvfp4.grouped_gemm([d[0]], [d[1]], [d[2]], [d[3]], alphas=torch.ones(1, device=DEV0))  # noqa: E731
+    with pytest.raises(ValueError, match=r"'alpha(s)?'.*cuda:0 but the operands are on cuda:1"):
+        call()

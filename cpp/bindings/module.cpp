@@ -165,14 +165,8 @@ NB_MODULE(_nvfp4_ext, m) {
     nb::list results;
     if (g == 0) return results;
     Items io(out.is_none() ? nb::handle(results) : out, "grouped_gemm: out must be a sequence");
-    std::vector<float> alpha_values;
-    if (!alphas.is_none()) {
-      Items il(alphas, "grouped_gemm: alphas must be a sequence of floats");
-      for (nb::handle h : il.v) alpha_values.push_back(nb::cast<float>(h));
-    }
-    if (isa.v.size() != g || ib.v.size() != g || isb.v.size() != g || (!out.is_none() && io.v.size() != g) ||
-        (!alphas.is_none() && alpha_values.size() != g))
-      throw nb::value_error("grouped_gemm: a, sfa, b, sfb, out (and alphas if given) must have the same length");
+    if (isa.v.size() != g || ib.v.size() != g || isb.v.size() != g || (!out.is_none() && io.v.size() != g))
+      throw nb::value_error("grouped_gemm: a, sfa, b, sfb (and out if given) must have the same length");
     OpArgs args("grouped_gemm", alloc, batch_last);
     // gpu-mode groups are (rows, cols, 1): read as (1, rows, cols), used as (rows, cols)
     auto group_view = [batch_last](nvfp4_tensor_t t) {
@@ -187,8 +181,8 @@ NB_MODULE(_nvfp4_ext, m) {
       tsa[i] = group_view(args.input(isa.v[i], "sfa"));
       tb[i] = group_view(args.input(ib.v[i], "b"));
       tsb[i] = group_view(args.input(isb.v[i], "sfb"));
-      if (!alpha_values.empty()) s[i].value = alpha_values[i];
     }
+    if (!alphas.is_none()) args.scalars(alphas, "alphas", g, s.data());
     for (size_t i = 0; i < g; ++i) {
       int64_t shape[2] = {ta[i].shape[0], tb[i].shape[0]};
       const int nd = ta[i].ndim == 2 && tb[i].ndim == 2 ? 2 : -1;

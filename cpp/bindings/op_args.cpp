@@ -184,9 +184,44 @@ nvfp4_scalar_t OpArgs::scalar(nb::handle value, const char* name) {
   for (int i = 0; i < t.ndim; ++i) n *= t.shape[i];
   if (t.dtype != NVFP4_DTYPE_FLOAT32 || n != 1)
     throw nb::value_error(arg_error(op_, name, "an array scalar must be a 1-element float32 array").c_str());
+  check_scalar_device(t, name);
   if (t.device_type == NVFP4_DEVICE_CPU) s.value = *static_cast<const float*>(t.data);
   else s.device_ptr = static_cast<const float*>(t.data);
   return s;
+}
+
+// A device scalar is read by the kernel on the operands' GPU: one on another GPU would be a
+// peer access (a fault without peer mappings), so it is refused here, naming the argument.
+void OpArgs::check_scalar_device(const nvfp4_tensor_t& t, const char* name) const {
+  if (t.device_type != NVFP4_DEVICE_CUDA || !have_first_) return;
+  if (device_type_ != dlpack::kCUDA || t.device_id != device_id_)
+    throw nb::value_error(arg_error(op_, name, "is on cuda:" + std::to_string(t.device_id) + " but the operands are on " +
+                                                   (device_type_ == dlpack::kCUDA ? "cuda:" + std::to_string(device_id_)
+                                                                                  : std::string("the CPU")))
+                              .c_str());
+}
+
+void OpArgs::scalars(nb::handle values, const char* name, size_t count, nvfp4_scalar_t* out) {
+  PyObject* v = values.ptr();
+  if (PyList_Check(v) || PyTuple_Check(v)) {  // floats (or 1-element arrays), one per group
+    const Py_ssize_t n = PySequence_Fast_GET_SIZE(v);
+    if (static_cast<size_t>(n) != count)
+      throw nb::value_error(arg_error(op_, name, "must have one value per group (" + std::to_string(count) +
+                                                     "), got " + std::to_string(n)).c_str());
+    PyObject** items = PySequence_Fast_ITEMS(v);
+    for (size_t i = 0; i < count; ++i) out[i] = scalar(nb::handle(items[i]), name);
+    return;
+  }
+  // one float32 array of `count` values: on the device, group i reads element i at kernel time
+  const nvfp4_tensor_t t = convert(values, name, false, false);
+  if (t.dtype != NVFP4_DTYPE_FLOAT32 || t.ndim != 1 || t.shape[0] != static_cast<int64_t>(count) ||
+      (count > 1 && t.strides[0] != 1))
+    throw nb::value_error(arg_error(op_, name, "must be a sequence of floats or a contiguous float32 array of shape (" +
+                                                   std::to_string(count) + ",)").c_str());
+  check_scalar_device(t, name);
+  const float* p = static_cast<const float*>(t.data);
+  for (size_t i = 0; i < count; ++i)
+    out[i] = t.device_type == NVFP4_DEVICE_CPU ? nvfp4_scalar_t{p[i], nullptr} : nvfp4_scalar_t{1.0f, p + i};
 }
 
 nb::object OpArgs::allocate(const int64_t* shape, int ndim, const char* dtype, nvfp4_tensor_t* desc) {

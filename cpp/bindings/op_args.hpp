@@ -31,6 +31,9 @@ class OpArgs {
   nvfp4_tensor_t output(nb::handle obj, const char* name) { return convert(obj, name, true, true); }
   // A Python number, or a 1-element float32 array (on the device: read at kernel time).
   nvfp4_scalar_t scalar(nb::handle value, const char* name);
+  // `count` scalars: a list/tuple of floats (or 1-element arrays), or one float32 array of
+  // shape (count,) (on the device: element i is read at kernel time).
+  void scalars(nb::handle values, const char* name, size_t count, nvfp4_scalar_t* out);
   // A new array (dtype "float16", "bfloat16", "float32", "uint8", "int32") of the
   // operands' framework on their device; `desc` describes it for the C ABI.
   nb::object allocate(const int64_t* shape, int ndim, const char* dtype, nvfp4_tensor_t* desc);
@@ -45,6 +48,7 @@ class OpArgs {
   // `frames`: the first such array decides the operands' framework and device (scalars and
   // the arrays allocated here do not).
   nvfp4_tensor_t convert(nb::handle obj, const char* name, bool writable, bool frames);
+  void check_scalar_device(const nvfp4_tensor_t& t, const char* name) const;
 
   const char* op_;
   nb::handle alloc_;

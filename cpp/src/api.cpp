@@ -197,16 +197,15 @@ static nvfp4_status_t build_grouped(Call& c, int32_t count, const nvfp4_tensor_t
     return fail(NVFP4_ERROR_INVALID_VALUE, "grouped_gemm: the a, sfa, b, sfb and out arrays are required");
   groups.reserve(count);
   for (int32_t g = 0; g < count; ++g) {
-    const std::string op = "grouped_gemm (group " + std::to_string(g) + ")";
-    c.set_op(op.c_str());
+    c.set_group(g);
     GemmProblem p;
     const nvfp4_scalar_t alpha = alphas ? alphas[g] : nvfp4_scalar_t{1.0f, nullptr};
     TRY(build_gemm(c, false, &a[g], &sfa[g], &b[g], &sfb[g], alpha, sf_layout, &out[g], &p));
     if (a[g].ndim != 2 || out[g].ndim != 2)
-      return fail(NVFP4_ERROR_INVALID_VALUE, "%s: operands must be 2-D (no batch dim)", op.c_str());
+      return fail(NVFP4_ERROR_INVALID_VALUE, "%s: operands must be 2-D (no batch dim)", c.op());
     if (!empty_gemm(p)) groups.push_back(p);
   }
-  c.set_op("grouped_gemm");
+  c.set_group(-1);
   return NVFP4_SUCCESS;
 }
 

@@ -135,15 +135,15 @@ nvfp4_status_t Call::tensor(const char* name, const nvfp4_tensor_t*& t, bool (*d
   if (!first_) {
     first_ = t;
     first_name_ = name;
-    first_op_ = op_;
+    first_group_ = group_;
   } else if (t->device_type != first_->device_type ||
              (t->device_type == NVFP4_DEVICE_CUDA && t->device_id != first_->device_id)) {
-    const bool other_op = first_op_ != op_;
+    char first_where[32] = "";
+    if (first_group_ != group_) snprintf(first_where, sizeof first_where, " of group %d", first_group_);
     return fail(NVFP4_ERROR_INVALID_VALUE,
-                "%s: argument '%s' is on %s:%d but '%s'%s%s is on %s:%d; all operands must be on one device",
+                "%s: argument '%s' is on %s:%d but '%s'%s is on %s:%d; all operands must be on one device",
                 op(), name, t->device_type == NVFP4_DEVICE_CUDA ? "cuda" : "cpu", t->device_id, first_name_,
-                other_op ? " of " : "", other_op ? first_op_.c_str() : "",
-                first_->device_type == NVFP4_DEVICE_CUDA ? "cuda" : "cpu", first_->device_id);
+                first_where, first_->device_type == NVFP4_DEVICE_CUDA ? "cuda" : "cpu", first_->device_id);
   }
   (is_output ? outputs_ : inputs_).push_back({name, t});
   return NVFP4_SUCCESS;

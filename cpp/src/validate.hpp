@@ -9,6 +9,7 @@
 
 #include <initializer_list>
 #include <list>
+#include <stdio.h>
 #include <string>
 #include <utility>
 #include <vector>
@@ -42,8 +43,15 @@ bool int32_ok(nvfp4_dtype_t d);
 class Call {
  public:
   explicit Call(const char* op) : op_(op) {}
-  const char* op() const { return op_.c_str(); }
-  void set_op(const char* op) { op_ = op; }
+  // The op's name for messages: "grouped_gemm (group 3)" while group 3 is validated.
+  // Formatted on demand, so a grouped call allocates nothing per group.
+  const char* op() const {
+    if (group_ < 0) return op_;
+    snprintf(op_buf_, sizeof op_buf_, "%s (group %d)", op_, group_);
+    return op_buf_;
+  }
+  // The group whose operands are being validated next (-1: none).
+  void set_group(int group) { group_ = group; }
 
   // Presence, rank bounds, non-negative strides, dtype predicate. A tensor with no
   // elements has meaningless strides (numpy reports 0): `t` is then redirected to a
@@ -112,10 +120,12 @@ class Call {
   }
 
  private:
-  std::string op_;
+  const char* op_;
+  int group_ = -1;
+  mutable char op_buf_[64] = {};
   const nvfp4_tensor_t* first_ = nullptr;
   const char* first_name_ = "";
-  std::string first_op_;  // op() when first_ was added: a grouped call names the group
+  int first_group_ = -1;  // group_ when first_ was added: a grouped call names both groups
   std::vector<std::pair<const char*, const nvfp4_tensor_t*>> inputs_, outputs_;
   std::list<nvfp4_tensor_t> empties_;  // stable addresses; no allocation while empty (std::deque allocates on construction)
 };
