@@ -47,13 +47,7 @@
 #include "gemm_params.cuh"
 #include "predecoded_tile.cuh"
 
-// token_predecode.cuh also defines gemm.cu's token-pass kernel, a non-template __global__: a
-// second definition in this translation unit would clash at link time (two host stubs of one
-// name). Renamed here, it is compiled into this unit but never launched; the grouped pass
-// below uses the header's device functions.
-#define nvfp4_sm90_x_predecode_kernel nvfp4_sm90_x_predecode_kernel_copy_in_grouped_unit
-#include "token_predecode.cuh"
-#undef nvfp4_sm90_x_predecode_kernel
+#include "token_predecode_rows.cuh"
 
 namespace nvfp4::sm90 {
 
