@@ -558,7 +558,10 @@ static void test_decode_plan() {
     const int nchunks = static_cast<int>(w.K / 32);
     const int64_t tasks = (w.N + 127) / 128 * 8;
     const DecodeShape s = choose_decode_shape(info, w.nt8, nchunks, tasks, 1, kSms);
-    const DecodeLaunch d = decode_launch(info, s, w.nt8, nchunks, tasks, 1);
+    const DecodeLaunch d = decode_launch(info, s, w.nt8, nchunks, tasks, 1, kSms);
+    // one CTA per SM (the even-spread cap where two would fit)
+    CHECK(mma_ctas_per_sm(info, d.warps, d.smem_launch) == 1, "%lldx%lld nt8 %d: %d CTAs per SM at %zu B",
+          (long long)w.N, (long long)w.K, w.nt8, mma_ctas_per_sm(info, d.warps, d.smem_launch), d.smem_launch);
     CHECK(d.unsupported == nullptr && s.wt == w.wt && s.kc == w.kc && d.ctas == w.ctas,
           "%lldx%lld nt8 %d: wt %d kc %d ctas %lld (want %d %d %lld)", (long long)w.N, (long long)w.K, w.nt8, s.wt,
           s.kc, (long long)d.ctas, w.wt, w.kc, (long long)w.ctas);
@@ -573,13 +576,17 @@ static void test_decode_plan() {
           const int n_stages = (nchunks + kMmaSC - 1) / kMmaSC;
           const int64_t tasks = (N + 127) / 128 * 8;
           const DecodeShape s = choose_decode_shape(info, nt8, nchunks, tasks, L, kSms);
-          const DecodeLaunch d = decode_launch(info, s, nt8, nchunks, tasks, L);
+          const DecodeLaunch d = decode_launch(info, s, nt8, nchunks, tasks, L, kSms);
           const bool ok = d.unsupported == nullptr && (s.wt == 2 || s.wt == 4 || s.wt == 8) &&
                           (s.kc == 1 || s.kc == 2 || s.kc == 4 || s.kc == 8) && d.warps == s.wt &&
                           d.kc * d.stages_per_cta >= n_stages && (d.kc - 1) * d.stages_per_cta < n_stages &&
                           (d.kc == 1 || d.stages_per_cta >= kMinClusterStages) && d.tile_cap % kMmaSC == 0 &&
                           d.tile_cap <= decode_tile_chunks(nt8) && d.tile_cap > 0 &&
-                          d.smem <= static_cast<size_t>(info.max_smem_block) &&
+                          d.smem <= static_cast<size_t>(info.max_smem_block) && d.smem_launch >= d.smem &&
+                          d.smem_launch <= static_cast<size_t>(info.max_smem_block) &&
+                          mma_ctas_per_sm(info, d.warps, d.smem_launch) >=
+                              std::min<int64_t>((d.ctas + kSms - 1) / kSms,
+                                                mma_ctas_per_sm(info, d.warps, d.smem)) &&
                           d.groups_per_batch * s.wt >= tasks && (d.groups_per_batch - 1) * s.wt < tasks &&
                           d.ctas == d.groups_per_batch * L * d.kc &&
                           // the cluster partials fit in the rings they reuse

@@ -162,7 +162,6 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(co
   constexpr int kStageA = mma_stage_a(SC);
   constexpr int kStageBytes = mma_stage_bytes(SC);
   constexpr int kRowBytes = 16 * SC;
-  constexpr int kMP = 8 * NT8;
 
   extern __shared__ __align__(16) unsigned char smem_raw[];
   const int lane = threadIdx.x & 31;
@@ -367,7 +366,6 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(co
     if (m0 + 1 < args.M && q1 < args.N) decode_store(args, l, m0 + 1, q1, s.w);
   }
   ptx::cluster_sync_relaxed();  // no CTA leaves while another still reads its partials
-  (void)kMP;
 }
 
 }  // namespace nvfp4::sm90::gemv_detail

@@ -141,10 +141,11 @@ struct DecodeLaunch {
   const char* unsupported = nullptr;  // why it cannot launch (then the rest is unset)
   int nt8 = 0, kc = 1, stages_per_cta = 0, tile_cap = 0, warps = 0;
   int64_t groups_per_batch = 0, ctas = 0;
-  size_t smem = 0;
+  size_t smem = 0;         // dynamic shared memory the kernel uses
+  size_t smem_launch = 0;  // requested at launch (>= smem: the even-spread cap)
 };
 inline DecodeLaunch decode_launch(const MmaKernelInfo& info, DecodeShape shape, int nt8, int nchunks,
-                                  int64_t tasks_per_batch, int64_t L) {
+                                  int64_t tasks_per_batch, int64_t L, int sm_count) {
   DecodeLaunch r;
   r.nt8 = nt8;
   r.kc = shape.kc > 0 ? shape.kc : 1;
@@ -161,6 +162,18 @@ inline DecodeLaunch decode_launch(const MmaKernelInfo& info, DecodeShape shape, 
   r.groups_per_batch = (tasks_per_batch + r.warps - 1) / r.warps;
   r.ctas = r.groups_per_batch * L * r.kc;
   if (r.ctas > 0x7FFFFFFF) r.unsupported = "sm90a decode gemm: grid too large";
+  // Even spread (the MMA GEMV's cap, plan.hpp mma_launch): where more CTAs fit on an SM than
+  // the grid's per-SM share (<= 8 tokens: 2 fit; the benchmark shapes' 112-128 CTAs need 1),
+  // extra shared memory caps them at the share, so that the block scheduler cannot stack two
+  // CTAs (or the two of a cluster) on one SM while others idle.
+  r.smem_launch = r.smem;
+  const int per_sm = mma_ctas_per_sm(info, r.warps, r.smem);
+  const int64_t share = (r.ctas + sm_count - 1) / sm_count;
+  if (share < per_sm) {
+    const int64_t need = info.smem_per_sm / (share + 1) + 1 - info.static_smem - 1024;
+    if (need > static_cast<int64_t>(r.smem_launch) && need <= info.max_smem_block)
+      r.smem_launch = static_cast<size_t>(need + 127) / 128 * 128;
+  }
   return r;
 }
 
