@@ -109,6 +109,20 @@ def test_out_aliasing_an_input(rng):
     expect_error(ValueError, lambda: nvfp4.gemm(a.copy(), sfa2, qb, sfb, out=out2), "'out'", "'sfa'")
 
 
+def test_grouped_outputs_aliasing_name_the_groups(rng):
+    probs = [R.make_operand(16, K, None, "linear", rng) + R.make_operand(N, K, None, "linear", rng) for _ in range(3)]
+    a, sa, b, sb = ([p[i] for p in probs] for i in range(4))
+    buf = np.zeros(3 * 16 * N, np.float32)
+    outs = [buf[:16 * N].reshape(16, N), buf[16 * N:32 * N].reshape(16, N), buf[8 * N:24 * N].reshape(16, N)]
+    expect_error(ValueError, lambda: nvfp4.grouped_gemm(a, sa, b, sb, out=outs), "outputs", "group 2", "overlap")
+    assert not buf.any(), "a refused call wrote its outputs"
+    # group 1's output over group 0's tokens
+    a0 = np.zeros(16 * N * 16, np.uint8)
+    a[0] = a0[:16 * KH].reshape(16, KH)
+    outs = [np.zeros((16, N), np.float32), a0.view(np.float32).reshape(16, 4 * N)[:, :N], np.zeros((16, N), np.float32)]
+    expect_error(ValueError, lambda: nvfp4.grouped_gemm(a, sa, b, sb, out=outs), "'out' of group 1", "'a' of group 0")
+
+
 def test_misaligned_output_pointer(ops):
     buf = np.zeros(M * N * 2 + 1, np.uint8)
     out = np.frombuffer(buf.data, dtype=np.float16, count=M * N, offset=1).reshape(M, N)

@@ -126,7 +126,13 @@ class Call {
   const nvfp4_tensor_t* first_ = nullptr;
   const char* first_name_ = "";
   int first_group_ = -1;  // group_ when first_ was added: a grouped call names both groups
-  std::vector<std::pair<const char*, const nvfp4_tensor_t*>> inputs_, outputs_;
+  struct Operand {
+    const char* name;
+    const nvfp4_tensor_t* t;
+    int group;  // grouped_gemm: the operand's group, else -1
+    bool is_output;
+  };
+  std::vector<Operand> operands_;
   std::list<nvfp4_tensor_t> empties_;  // stable addresses; no allocation while empty (std::deque allocates on construction)
 };
 
