@@ -540,31 +540,18 @@ for trial in range(3):  # the command buffer is recorded once, then updated with
     want = np.asarray(mlp(x, *weights))  # eager: one executable per op
     assert np.array_equal(got, want), f"trial {trial}: jit differs from eager, max {np.abs(got - want).max()}"
 print("jit == eager")
+print("captured calls:", nj._xla.captured_calls())
 '''
-
-
-def _computations(hlo: str):
-    """{computation name: body} of an HLO module's text."""
-    comps, name, body = {}, None, []
-    for line in hlo.splitlines():
-        if line.endswith("{") and not line.startswith(" ") and "(" in line:
-            name, body = line.split("(")[0].replace("ENTRY", "").strip().lstrip("%"), []
-        elif line.startswith("}") and name:
-            comps[name] = "\n".join(body)
-            name = None
-        elif name:
-            body.append(line)
-    return comps
 
 
 @pytest.mark.gpu
 def test_gpu_custom_calls_run_inside_xla_command_buffers(tmp_path):
-    """With CUSTOM_CALL command buffers enabled, XLA schedules the nvfp4 custom calls
-    (declared command-buffer compatible, scratch as a trace-time-sized result) into a
-    command buffer (a CUDA graph), and the jitted gated MLP equals the eager ops on
-    new inputs each run."""
+    """With CUSTOM_CALL command buffers enabled, XLA records the nvfp4 custom calls (declared
+    command-buffer compatible, scratch as a trace-time-sized result) into a command buffer
+    (a CUDA graph: the handlers run while XLA captures its stream), and the jitted gated MLP
+    equals the eager ops on new inputs each run."""
     _cuda()
-    import os
+    import re
     import secrets
     import subprocess
     import sys
@@ -572,12 +559,5 @@ def test_gpu_custom_calls_run_inside_xla_command_buffers(tmp_path):
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-4000:]
     assert "jit == eager" in proc.stdout
-    dumps = [p for p in tmp_path.iterdir() if p.name.endswith("jit_mlp.sm_9.0_gpu_after_optimizations.txt")
-             or (p.name.startswith("module_") and "jit_mlp" in p.name and p.name.endswith("after_optimizations.txt"))]
-    assert dumps, sorted(os.listdir(tmp_path))[:40]
-    comps = _computations(dumps[0].read_text())
-    inside = {n: b.count('custom_call_target="nvfp4_') for n, b in comps.items() if "command_buffer" in n}
-    total = sum(b.count('custom_call_target="nvfp4_') for b in comps.values())
-    assert total >= 4, (total, list(comps))  # quantize, dual_gemm, quantize, gemm
-    assert sum(inside.values()) == total, f"nvfp4 calls inside command buffers: {inside} of {total}; " \
-                                          f"computations: {list(comps)}"
+    captured = int(re.search(r"captured calls: (\d+)", proc.stdout).group(1))
+    assert captured >= 4, f"only {captured} nvfp4 handler calls ran under XLA's command-buffer capture"

@@ -47,6 +47,7 @@
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
+#include <atomic>
 #include <cstring>
 #include <deque>
 #include <optional>
@@ -468,10 +469,20 @@ struct OnCpu {
   }
 };
 
+// CUDA handler calls made while XLA was recording a command buffer (stream capture): what
+// tells a test that the calls really run inside XLA's CUDA graphs. One cudaStreamIsCapturing
+// per call (a query of the stream's state, no synchronization).
+std::atomic<int64_t> g_captured_calls{0};
+
 template <auto Impl>
 struct OnCuda {
   template <class... Args>
   ffi::Error operator()(nvfp4_stream_t stream, int32_t device, ffi::ScratchAllocator scratch, Args... args) const {
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    if (cudaStreamIsCapturing(reinterpret_cast<cudaStream_t>(stream), &capture) != cudaSuccess)
+      (void)cudaGetLastError();
+    else if (capture == cudaStreamCaptureStatusActive)
+      g_captured_calls.fetch_add(1, std::memory_order_relaxed);
     Env env;
     env.device_type = NVFP4_DEVICE_CUDA;
     env.device_id = device;
@@ -637,6 +648,8 @@ nb::capsule capsule(Fn* fn) {
 }  // namespace
 
 NB_MODULE(_nvfp4_xla, m) {
+  m.def("captured_calls", [] { return g_captured_calls.load(std::memory_order_relaxed); },
+        "CUDA handler calls made while XLA recorded a command buffer (since import).");
   m.doc() = "XLA FFI handlers of libnvfp4 for nvfp4.jax (use nvfp4.jax instead).";
   m.def("version", [] { return std::string(nvfp4_version()); });
   m.def("blocked_scale_bytes", &nvfp4_blocked_scale_bytes, nb::arg("rows"), nb::arg("k"));
