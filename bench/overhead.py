@@ -129,6 +129,10 @@ def cases(fw: Framework, rng):
         lists = [[t[i] for i in range(g)] for t in ga]
         rows.append((f"grouped_gemm G={g} 16x128x256",
                      lambda lists=lists: nvfp4.grouped_gemm(*lists, out_dtype=out_dtype)))
+        if g != 8:  # the same with the outputs given: what the per-group allocation costs
+            outs = nvfp4.grouped_gemm(*lists, out_dtype=out_dtype)
+            rows.append((f"grouped_gemm G={g} 16x128x256 out=",
+                         lambda lists=lists, outs=outs: nvfp4.grouped_gemm(*lists, out=outs)))
     return rows
 
 
@@ -140,6 +144,8 @@ def peers(fw: Framework):
     b = torch.randn(128, 2048, device="cuda", dtype=torch.bfloat16)
     x = torch.randn(128, 128, device="cuda")
     return [("torch bf16 matmul 128x128x2048", lambda: torch.matmul(a, b.t())),
+            ("torch.empty 16x128 fp16, 64 times (a Python loop)",
+             lambda: [torch.empty((16, 128), dtype=torch.float16, device="cuda") for _ in range(64)]),
             ("torch x + x 128x128", lambda: x + x)]
 
 
