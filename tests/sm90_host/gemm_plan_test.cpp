@@ -326,7 +326,7 @@ static void test_invariants(std::mt19937_64& rng) {
     }
     const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
     const GemmPlan g = plan_gemm(p, d, ws);
-    if (M <= gemv_detail::kDecodeMaxTokens &&
+    if (M <= gemv_detail::kDecodeMaxTokens && N * L >= gemv_detail::kDecodeMinRows &&
         (p.sfb.layout == NVFP4_SF_BLOCKED || K % 256 == 0)) {  // dense operands: always the decode kernel
       CHECK(g.unsupported == nullptr && g.path == GemmPath::kDecode && g.workspace_bytes == 0 && g.grid[0] == 0,
             "%lldx%lldx%lld: %s", static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
@@ -479,8 +479,9 @@ static void test_packed() {
 }
 
 // ---------------------------------------------------------------------------
-// The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..64 tokens with aligned
-// operands; M = 1 stays a GEMV, M = 65.. the tiled GEMM, misaligned operands the old routes.
+// The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..16 tokens on >= 4096 weight rows
+// (N·L) with aligned operands; M = 1 stays a GEMV, M = 17.. and fewer rows the tiled GEMM,
+// misaligned operands the old routes.
 // ---------------------------------------------------------------------------
 static void test_decode_route() {
   const GemmDeviceNumbers dev = h100();
@@ -490,34 +491,36 @@ static void test_decode_route() {
       for (int64_t NK : {int64_t{7168}, int64_t{4096}}) {
         const GemmProblem p = dense(M, NK, NK == 4096 ? 14336 : 7168, 1, lay);
         const GemmPlan g = plan_gemm(p, dev, SIZE_MAX);
-        const GemmPath want = M == 1 ? GemmPath::kGemvRoute : M <= 64 ? GemmPath::kDecode : GemmPath::kPredecoded;
-        CHECK(g.unsupported == nullptr && g.path == want && (M > 64 || g.workspace_bytes == 0),
+        const GemmPath want = M == 1 ? GemmPath::kGemvRoute : M <= 16 ? GemmPath::kDecode : GemmPath::kPredecoded;
+        CHECK(g.unsupported == nullptr && g.path == want && (M > 16 || g.workspace_bytes == 0),
               "M=%lld N=%lld layout %d: %s (want %s)", static_cast<long long>(M), static_cast<long long>(NK),
               static_cast<int>(lay), path_name(g.path), path_name(want));
-        CHECK(decode_route(p) == (M >= 2 && M <= 64), "decode_route M=%lld", static_cast<long long>(M));
+        CHECK(decode_route(p) == (M >= 2 && M <= 16), "decode_route M=%lld", static_cast<long long>(M));
+        GemmProblem few = dense(M, 2048, 7168, 1, lay);  // too few rows: the tiled GEMM (or a GEMV)
+        CHECK(!decode_route(few), "decode_route M=%lld N=2048", static_cast<long long>(M));
       }
   // batched, odd shapes, mixed layouts, fp32 out, strided output: still the decode kernel
   {
-    GemmProblem p = dense(17, 200, 96, 3, NVFP4_SF_BLOCKED);
+    GemmProblem p = dense(15, 1400, 96, 3, NVFP4_SF_BLOCKED);  // 4200 rows in all
     p.sfa.layout = NVFP4_SF_LINEAR;  // tokens linear, weights blocked
     p.sfa.row_stride = 96 / 16;
-    p.sfa.batch_stride = 17 * 6;
+    p.sfa.batch_stride = 15 * 6;
     p.c.dtype = DType::kFloat32;
     p.c.row_stride = 1;
-    p.c.col_stride = 17;  // column-major output
+    p.c.col_stride = 15;  // column-major output
     CHECK(plan_gemm(p, dev, 0).path == GemmPath::kDecode, "mixed layouts, K = 96, L = 3");
   }
   // linear weight scales need K % 256 (16-byte scale pieces per stage): K = 96 -> the tiled GEMM
   // (M = 3) or the GEMVs (M = 2)
   {
-    GemmProblem p = dense(3, 200, 96, 1, NVFP4_SF_LINEAR);
+    GemmProblem p = dense(3, 4096, 96, 1, NVFP4_SF_LINEAR);
     CHECK(!decode_route(p) && plan_gemm(p, dev, SIZE_MAX).path == GemmPath::kFused, "linear K = 96, M = 3");
-    p = dense(2, 200, 96, 1, NVFP4_SF_LINEAR);
+    p = dense(2, 4096, 96, 1, NVFP4_SF_LINEAR);
     CHECK(!decode_route(p) && plan_gemm(p, dev, SIZE_MAX).path == GemmPath::kGemvRoute, "linear K = 96, M = 2");
   }
   // misaligned token rows (row stride 8 bytes more than K / 2): M = 2 GEMVs, M = 3 refused
   {
-    GemmProblem p = dense(2, 256, 1024);
+    GemmProblem p = dense(2, 4096, 1024);
     p.a.row_stride = 520;
     CHECK(!decode_route(p) && plan_gemm(p, dev, SIZE_MAX).path == GemmPath::kGemvRoute, "misaligned M = 2");
     p.M = 3;
@@ -525,13 +528,14 @@ static void test_decode_route() {
   }
   // misaligned weights
   {
-    GemmProblem p = dense(8, 256, 1024);
+    GemmProblem p = dense(8, 4096, 1024);
+    CHECK(decode_route(p), "aligned 8x4096x1024 not taken");
     p.b.data = addr((1u << 28) + 8);
     CHECK(!decode_route(p), "misaligned weights taken");
   }
   // unknown output dtype: not the decode kernel
   {
-    GemmProblem p = dense(8, 256, 1024);
+    GemmProblem p = dense(8, 4096, 1024);
     p.c.dtype = static_cast<DType>(99);
     CHECK(!decode_route(p), "unknown dtype taken");
   }

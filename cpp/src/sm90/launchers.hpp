@@ -21,7 +21,7 @@ nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec, size_t* wo
 // pass over A fewer: the dual GEMM's second product).
 nvfp4_status_t gemm_same_tokens(const GemmProblem& p, const Exec& exec);
 // The decode-regime GEMM (gemm_decode.cu): gemm() runs it where gemm_plan.hpp's
-// decode_route(p) holds (2..64 tokens, aligned operands).
+// decode_route(p) holds (2..16 tokens, >= 4096 weight rows, aligned operands).
 nvfp4_status_t gemm_decode(const GemmProblem& p, const Exec& exec);
 
 nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec);

@@ -1,5 +1,5 @@
 // gemm_decode_kernel: the sm90a GEMM of the decode regime, c[l, m, n] = alpha * sum_k
-// x[l, m, k] * w[l, n, k] for M = 2..64 tokens x against N weight rows w (decode_plan.hpp
+// x[l, m, k] * w[l, n, k] for M = 2..16 tokens x against N weight rows w (decode_plan.hpp
 // says which problems; the tiled GEMM takes the rest).
 //
 // Why: with a few tokens the work is reading the weights once. The MMA GEMV (mma_kernel.cuh)

@@ -48,21 +48,31 @@ struct DecodeArgs {
   int64_t c_row, c_col, c_batch;   // elements: per token m, per weight row n, per batch
 };
 
-// Tokens taken: 2..64 (NT8 = 1, 2, 4 or 8 groups of 8). One token stays a GEMV (gemv.cu).
+// Tokens taken: 2..16 (NT8 = 1 or 2 groups of 8). One token stays a GEMV (gemv.cu).
 // The per-warp token fragments cost shared-memory bandwidth: 4 LDS.128 per word and group,
 // (1 + 2 NT8) KB per warp step of 2048 weight elements, i.e. on N = K = 7168 (389 k weight
 // elements per SM) ~13k cycles of the SM's 128 B/clk at NT8 = 4 and ~25k at NT8 = 8, against
-// ~17k for the weights' bytes on an H100: 33..64 tokens are expected at ~1.5-1.7x SOL there,
-// still under the tiled GEMM's 2.5-3.0x (bench/NOTES.md "Decode-regime GEMM"; unmeasured).
+// ~17k for the weights' bytes on an H100: why 4 and 8 groups (17..64 tokens) lost to the
+// tiled GEMM (below) and were removed.
+//
+// Measured (H100, graph replay, against the tiled GEMM in the same run; bench/NOTES.md
+// "Decode-regime GEMM: first GPU runs"): 4..16 tokens on N >= 4096 rows gain up to 1.45x
+// (7168^2 M=4: 27.9 -> 19.3 µs; 14336x4096 M=16: 31.4 -> 21.8; 4096x14336 M=4: 33.4 -> 27.0);
+// 32 tokens break even on 7168^2 (29.3 vs 28.4) and lose on 4096x14336 (35.1 vs 52.4), 48 and
+// 64 lose everywhere (7168^2 M=64: 30.5 vs 47.2), and fewer than 4096 weight rows per launch
+// lose (2048x7168 M=8: 15.4 vs 19.2): too few 16-row tasks to keep 132 SMs streaming.
+// So the route takes 2..16 tokens on N·L >= 4096 rows; the tiled GEMM keeps the rest.
 constexpr int64_t kDecodeMinTokens = 2;
-constexpr int64_t kDecodeMaxTokens = 64;
-inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : M <= 32 ? 4 : 8; }
+constexpr int64_t kDecodeMaxTokens = 16;
+constexpr int64_t kDecodeMinRows = 4096;
+inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : 2; }
 // Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile: 64
-// chunks (2048 K) = 32 / 64 KB for 8 / 16 tokens, 32 chunks = 64 / 128 KB for 32 / 64 tokens
-// (with the 8 warps' rings, 75 KB, one CTA per SM).
-inline int decode_tile_chunks(int nt8) { return nt8 <= 2 ? 64 : 32; }
+// chunks (2048 K) = 32 / 64 KB for 8 / 16 tokens (with the 8 warps' rings, 75 KB).
+inline int decode_tile_chunks(int /*nt8*/) { return 64; }
 constexpr int kDecodeMaxWarps = 8;
-constexpr int kDecodeMaxCluster = 8;
+// Cluster split of K: 1 or 2 CTAs. Splits of 4 measured slower than the tiled GEMM where the
+// plan chose them (4096x14336 M=4: 36.8 µs with 4, 27.0 with <= 2; tiled 33.4).
+constexpr int kDecodeMaxCluster = 2;
 
 // Why the decode kernel cannot take p (nullptr: it can). Same operand rules as the MMA
 // GEMV (gemv_alignment): 16-byte aligned weight and token rows, weight scales as 16-byte
