@@ -36,6 +36,20 @@ def moe_split(tokens: int, groups: int, seed: int = 0) -> list:
     return [int(c) for c in counts]
 
 
+def moe_routing(tokens: int, experts: int, topk: int = 8, seed: int = 0) -> list:
+    """Rows per expert when every token is routed to `topk` distinct experts, the experts
+    drawn with Dirichlet(1) popularities (ragged; experts may get no row): the token counts
+    a MoE layer's grouped GEMM sees. The same split on every run."""
+    import numpy as np
+
+    rng = np.random.default_rng(seed + 7919 * tokens + experts)
+    p = rng.dirichlet(np.ones(experts))
+    counts = np.zeros(experts, dtype=np.int64)
+    for _ in range(tokens):
+        counts[rng.choice(experts, size=min(topk, experts), replace=False, p=p)] += 1
+    return [int(c) for c in counts]
+
+
 def build_suites(quick: bool = False, tiny: bool = False) -> list:
     """[(name, title, [problem specs])] in run order (most important first)."""
     from nvfp4._bench_problems import SHAPES
@@ -48,6 +62,7 @@ def build_suites(quick: bool = False, tiny: bool = False) -> list:
         moe_tokens, moe = [8, 40], (4, 32, 64)
         quant = [(64, 256)]
         decode = ["gemm:2x64x256", "gemm:17x64x256"]
+        moe_route = [(4, 5, (32, 64))]
     else:
         shapes = [f"{op}:{s}" for op in ("gemv", "gemm", "dual", "grouped") for s in SHAPES[op]]
         gemm_nk, gemv_k, k_mn, moe = GEMM_NK, 7168, (128, 7168), (MOE_G, MOE_N, MOE_K)
@@ -68,12 +83,18 @@ def build_suites(quick: bool = False, tiny: bool = False) -> list:
         decode = [f"gemm:{m}x{nn}x{kk}" for nn, kk in ((7168, 7168), (4096, 14336), (14336, 4096))
                   for m in ((1, 4, 16, 64) if quick else (1, 2, 4, 8, 16, 32, 64))]
         decode += ["gemm:128x7168x7168", "gemm:129x7168x7168"]
+        # issue 21: top-8 routing over 64 and 128 experts, DeepSeek-like expert shapes
+        moe_route = [(e, t, nk) for e in (64, 128) for t in (16, 128, 1024, 8192)
+                     for nk in ((2048, 7168), (7168, 2048))]
     g, n, k = moe
     return [
         ("shapes", "Benchmark shapes (gpu-mode)", shapes),
         ("gemm_m", f"gemm, M sweep (N = K = {gemm_nk})", [f"gemm:{m}x{gemm_nk}x{gemm_nk}" for m in gemm_m]),
         ("moe", f"MoE: grouped_gemm_packed, {g} experts, N = {n}, K = {k}, tokens sweep",
          [f"packed:{'+'.join(map(str, moe_split(t, g)))}x{n}x{k}" for t in moe_tokens]),
+        ("moe_route", "MoE: grouped_gemm_packed, top-8 routing of T tokens over E experts (ragged, empty experts "
+         "included), (N, K) = (2048, 7168) and (7168, 2048)",
+         [f"packed:{'+'.join(map(str, moe_routing(t, e)))}x{nk[0]}x{nk[1]}" for e, t, nk in moe_route]),
         ("gemv_m", f"gemv, M sweep (K = {gemv_k}, L = 1)", [f"gemv:{m}x{gemv_k}x1" for m in gemv_m]),
         ("gemm_k", f"gemm, K sweep (M = {k_mn[0]}, N = {k_mn[1]})", [f"gemm:{k_mn[0]}x{k_mn[1]}x{kk}" for kk in gemm_k]),
         ("decode", "gemm, decode regime (issue 22): M = 1..64 on (N, K) = 7168x7168, 4096x14336, 14336x4096; "
@@ -105,7 +126,7 @@ def parse_args(argv=None):
     ap.add_argument("--out", default=os.path.join(HERE, "results"),
                     help="results root; files go to <out>/<gpu-name>/ (default bench/results)")
     ap.add_argument("--suites", default=None,
-                    help="comma-separated subset of shapes,gemm_m,moe,gemv_m,gemm_k,decode,quant (default all)")
+                    help="comma-separated subset of shapes,gemm_m,moe,moe_route,gemv_m,gemm_k,decode,quant (default all)")
     ap.add_argument("--backend", default="auto", help="nvfp4 backend(s), comma-separated (default auto)")
     ap.add_argument("--reps", type=int, default=None, help="timed batches per row (default 10; --quick 5)")
     ap.add_argument("--max-minutes", type=float, default=None,
