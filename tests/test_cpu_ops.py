@@ -253,9 +253,6 @@ def test_grouped_gemm_empty_groups_are_skipped(rng):
                               out_dtype="float32")
     assert [o.shape for o in outs] == [(3, 4), (0, 6), (5, 0)]
     assert_matches(outs[0], R.gemm_ref(*A[0], *B[0]))
-    # new outputs are views of one buffer: each group's own rows
-    assert outs[0].base is not None and outs[0].base is outs[2].base
-    assert not any(np.shares_memory(outs[i], outs[j]) for i in range(3) for j in range(i))
 
 
 PACKED = [([5, 0, 130, 1], 64, 96), ([0, 7, 0], 129, 32), ([40, 56, 384, 512], 32, 64), ([1], 1, 32)]

@@ -183,39 +183,11 @@ NB_MODULE(_nvfp4_ext, m) {
       tsb[i] = group_view(args.input(isb.v[i], "sfb"));
     }
     if (!alphas.is_none()) args.scalars(alphas, "alphas", g, s.data());
-    // New outputs: one allocation for every group (an allocation costs ~2.5 µs of host time
-    // with torch, a slice and a reshape ~1 µs), each group's result a view of its own rows;
-    // given outputs (or gpu-mode tensors, or malformed operands) one by one.
-    bool one_buffer = out.is_none() && !batch_last && g > 1;
-    int64_t total = 0;
-    for (size_t i = 0; i < g && one_buffer; ++i) {
-      one_buffer = ta[i].ndim == 2 && tb[i].ndim == 2;
-      total += ta[i].shape[0] * tb[i].shape[0];
-    }
-    if (one_buffer) {
-      nvfp4_tensor_t flat;
-      nb::object buffer = args.allocate(&total, 1, dtype, &flat);
-      const int64_t esize = std::strcmp(dtype, "float32") == 0 ? 4 : 2;
-      int64_t offset = 0;
-      for (size_t i = 0; i < g; ++i) {
-        const int64_t m = ta[i].shape[0], n = tb[i].shape[0];
-        results.append(buffer[nb::slice(offset, offset + m * n)].attr("reshape")(nb::make_tuple(m, n)));
-        to[i] = flat;
-        to[i].data = static_cast<uint8_t*>(flat.data) + offset * esize;
-        to[i].ndim = 2;
-        to[i].shape[0] = m;
-        to[i].shape[1] = n;
-        to[i].strides[0] = n;
-        to[i].strides[1] = 1;
-        offset += m * n;
-      }
-    } else {
-      for (size_t i = 0; i < g; ++i) {
-        int64_t shape[2] = {ta[i].shape[0], tb[i].shape[0]};
-        const int nd = ta[i].ndim == 2 && tb[i].ndim == 2 ? 2 : -1;
-        results.append(args.output_or_new(out.is_none() ? nb::none() : io.v[i], shape, nd, dtype, &to[i]));
-        to[i] = group_view(to[i]);
-      }
+    for (size_t i = 0; i < g; ++i) {
+      int64_t shape[2] = {ta[i].shape[0], tb[i].shape[0]};
+      const int nd = ta[i].ndim == 2 && tb[i].ndim == 2 ? 2 : -1;
+      results.append(args.output_or_new(out.is_none() ? nb::none() : io.v[i], shape, nd, dtype, &to[i]));
+      to[i] = group_view(to[i]);
     }
     const nvfp4_exec_t e = args.exec(stream, backend);
     CALL(nvfp4_grouped_gemm(static_cast<int32_t>(g), ta.data(), tsa.data(), tb.data(), tsb.data(), s.data(),

@@ -119,8 +119,7 @@ def dual_gemm(a, sfa, b1, sfb1, b2, sfb2, *, alpha1=1.0, alpha2=1.0, activation=
 
 def grouped_gemm(a_list, sfa_list, b_list, sfb_list, *, alphas=None, sf_layout="linear", out_dtype="float16",
                  out=None, stream=None, backend="auto"):
-    """G independent GEMMs C_g = alpha_g · A_g·B_gᵀ (2-D operands); returns a list. New
-    outputs are views of one buffer (one allocation per call, not per group).
+    """G independent GEMMs C_g = alpha_g · A_g·B_gᵀ (2-D operands); returns a list.
     alphas: None, G floats, or a float32 array of shape (G,) (on the operands' device: read
     at kernel time, so it may change between CUDA-graph replays)."""
     a_list = a_list if isinstance(a_list, (list, tuple)) else list(a_list)

@@ -211,13 +211,6 @@ def _alphas_arg(alphas, alphas_t):
 
 @_op("grouped_gemm", f"({_GROUPED}) -> Tensor[]")
 def _grouped_gemm(a_list, sfa_list, b_list, sfb_list, alphas, alphas_t, sf_layout, out_dtype, backend):
-    # One tensor per group: a custom op's returns may not alias each other, and the eager
-    # call's new outputs are views of one buffer.
-    outs = _grouped_gemm_fake(a_list, sfa_list, b_list, sfb_list, alphas, alphas_t, sf_layout, out_dtype, backend)
-    if outs and all(o.dim() == 2 for o in outs):
-        _ops.grouped_gemm(a_list, sfa_list, b_list, sfb_list, alphas=_alphas_arg(alphas, alphas_t),
-                          sf_layout=sf_layout, out_dtype=out_dtype, out=outs, backend=backend)
-        return outs
     return _ops.grouped_gemm(a_list, sfa_list, b_list, sfb_list, alphas=_alphas_arg(alphas, alphas_t),
                              sf_layout=sf_layout, out_dtype=out_dtype, backend=backend)
 
