@@ -13,6 +13,7 @@
 #include "../common/device_cache.hpp"
 #include "../problem.hpp"
 #include "gemv/decode_kernel.cuh"
+#include "gemv/kernel_info.hpp"
 #include "gemv/decode_plan.hpp"
 #include "launch.hpp"
 #include "launchers.hpp"
@@ -43,18 +44,8 @@ nvfp4_status_t decode_info(int device, int nt8, bool blocked, MmaKernelInfo* out
   const int slot = (nt8 == 1 ? 0 : 1) * 2 + (blocked ? 1 : 0);
   const DecodeKernelFn kernel = decode_kernel(nt8, blocked);
   if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode gemm: no kernel for %d token groups", nt8);
-  return cache[slot].get(device, [device, kernel](MmaKernelInfo& v) -> nvfp4_status_t {
-    cudaFuncAttributes fa;
-    NVFP4_CUDA_TRY(cudaFuncGetAttributes(&fa, kernel));
-    v.regs = fa.numRegs;
-    int optin = 0;
-    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.regs_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
-    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    v.static_smem = static_cast<int>(fa.sharedSizeBytes);
-    v.max_smem_block = optin - v.static_smem;
-    NVFP4_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.max_smem_block));
-    return NVFP4_SUCCESS;
+  return cache[slot].get(device, [device, kernel](MmaKernelInfo& v) {
+    return query_kernel_info(device, reinterpret_cast<const void*>(kernel), v);
   }, out);
 }
 

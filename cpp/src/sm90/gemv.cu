@@ -21,6 +21,7 @@
 #include "../common/cuda_check.hpp"
 #include "../common/device_cache.hpp"
 #include "../problem.hpp"
+#include "gemv/kernel_info.hpp"
 #include "gemv/mma_kernel.cuh"
 #include "gemv/plan.hpp"
 #include "gemv/reg_kernel.cuh"
@@ -89,19 +90,9 @@ nvfp4_status_t launch_reg_shape(int shape, const Args& args, int64_t ctas, size_
 template <bool kBlocked>
 nvfp4_status_t mma_info(int device, MmaKernelInfo* out) {
   static PerDeviceCache<MmaKernelInfo> cache;
-  return cache.get(device, [device](MmaKernelInfo& v) -> nvfp4_status_t {
-    cudaFuncAttributes fa;
-    NVFP4_CUDA_TRY(cudaFuncGetAttributes(&fa, gemv_mma_kernel<kMmaSC, kMmaDepth, kBlocked, kMmaLPR>));
-    v.regs = fa.numRegs;
-    int optin = 0;
-    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&v.regs_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
-    NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-    v.static_smem = static_cast<int>(fa.sharedSizeBytes);
-    v.max_smem_block = optin - v.static_smem;
-    NVFP4_CUDA_TRY(cudaFuncSetAttribute(gemv_mma_kernel<kMmaSC, kMmaDepth, kBlocked, kMmaLPR>,
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, v.max_smem_block));
-    return NVFP4_SUCCESS;
+  return cache.get(device, [device](MmaKernelInfo& v) {
+    return query_kernel_info(device, reinterpret_cast<const void*>(gemv_mma_kernel<kMmaSC, kMmaDepth, kBlocked, kMmaLPR>),
+                             v);
   }, out);
 }
 

@@ -176,14 +176,7 @@ inline DecodeLaunch decode_launch(const MmaKernelInfo& info, DecodeShape shape, 
   // the grid's per-SM share (<= 8 tokens: 2 fit; the benchmark shapes' 112-128 CTAs need 1),
   // extra shared memory caps them at the share, so that the block scheduler cannot stack two
   // CTAs (or the two of a cluster) on one SM while others idle.
-  r.smem_launch = r.smem;
-  const int per_sm = mma_ctas_per_sm(info, r.warps, r.smem);
-  const int64_t share = (r.ctas + sm_count - 1) / sm_count;
-  if (share < per_sm) {
-    const int64_t need = info.smem_per_sm / (share + 1) + 1 - info.static_smem - 1024;
-    if (need > static_cast<int64_t>(r.smem_launch) && need <= info.max_smem_block)
-      r.smem_launch = static_cast<size_t>(need + 127) / 128 * 128;
-  }
+  r.smem_launch = even_spread_smem(info, r.warps, r.smem, r.ctas, sm_count);
   return r;
 }
 

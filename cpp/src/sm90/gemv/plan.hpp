@@ -251,6 +251,18 @@ inline int mma_ctas_per_sm(const MmaKernelInfo& info, int warps, size_t smem) {
   return std::min(std::min(by_threads, by_regs), std::min(by_smem, 32));
 }
 
+// Even spread: where more CTAs fit on an SM than the grid's per-SM share, the dynamic shared
+// memory to request so that at most that share fits (the block scheduler then cannot stack
+// CTAs on some SMs while others idle); `smem` where no cap applies or none is possible.
+inline size_t even_spread_smem(const MmaKernelInfo& info, int warps, size_t smem, int64_t ctas, int sm_count) {
+  const int per_sm = mma_ctas_per_sm(info, warps, smem);
+  const int64_t share = (ctas + sm_count - 1) / sm_count;
+  if (share >= per_sm) return smem;
+  const int64_t need = info.smem_per_sm / (share + 1) + 1 - info.static_smem - 1024;
+  if (need <= static_cast<int64_t>(smem) || need > info.max_smem_block) return smem;
+  return static_cast<size_t>(need + 127) / 128 * 128;
+}
+
 // Score of a grid of `ctas` CTAs of `warps` warps at `per_sm` CTAs per SM: how evenly the
 // last wave fills the SMs (the SM with the most warps sets the time), times warps
 // resident per SM, saturating at 12 (fewer leave too little issue to cover the decode).
@@ -357,16 +369,7 @@ inline MmaLaunch mma_launch(const MmaKernelInfo& info, MmaShape shape, int nchun
   // on others (H200, 7168x2048x4: 13.07 vs 13.17 µs). Not for clusters of 4:
   // 7168x16384x1 as 896 CTAs in clusters of 4 took 28.2 µs capped at 7 per SM vs 23.4
   // uncapped (H200).
-  r.smem_launch = r.smem;
-  if (even_spread && r.kc <= 2) {
-    const int per_sm = mma_ctas_per_sm(info, r.warps, r.smem);
-    const int64_t share = (r.ctas + sm_count - 1) / sm_count;
-    if (share < per_sm) {
-      const int64_t need = info.smem_per_sm / (share + 1) + 1 - info.static_smem - 1024;
-      if (need > static_cast<int64_t>(r.smem_launch) && need <= info.max_smem_block)
-        r.smem_launch = static_cast<size_t>(need + 127) / 128 * 128;
-    }
-  }
+  r.smem_launch = even_spread && r.kc <= 2 ? even_spread_smem(info, r.warps, r.smem, r.ctas, sm_count) : r.smem;
   return r;
 }
 
