@@ -5,7 +5,10 @@ path, split-K, scale-load and output store modes), the grouped GEMM plan
 (cpp/src/sm90/grouped_plan.hpp: one-launch kernel or per-group loop, problem table, tile
 numbering, split-K, scale-load mode, token workspace) and the GEMV plan (cpp/src/sm90/gemv/plan.hpp: support and alignment
 checks, kernel choice, register-kernel shapes, the MMA kernel's occupancy model and shape
-choice, kernel parameters). Each test in tests/sm90_host/ includes exactly the header the
+choice, kernel parameters; gemv/decode_plan.hpp: the decode kernel's support and launch shape);
+and the decode kernel's data mapping (decode_mapping_test: the lanes' weight words, the token
+tile, the mma.m16n8k16 registers under CUTLASS's SM80 fragment layouts and the output mapping,
+emulated on the host against a direct sum). Each test in tests/sm90_host/ includes exactly the header the
 backend runs (plain C++, no CUDA) and is compiled here with the host C++ compiler (nvcc as a
 fallback); no GPU and no build of the library needed.
 """
@@ -34,7 +37,8 @@ def _compiler():
     return None
 
 
-@pytest.mark.parametrize("test", ["gemm_plan_test", "gemv_plan_test", "dual_plan_test", "grouped_plan_test"])
+@pytest.mark.parametrize("test", ["gemm_plan_test", "gemv_plan_test", "dual_plan_test", "grouped_plan_test",
+                                  "decode_mapping_test"])
 def test_sm90_plan(test, tmp_path):
     cc = _compiler()
     if cc is None:

@@ -43,12 +43,12 @@ static MmaKernelInfo h100_info(int regs) {
   return i;
 }
 
-// A dense, aligned problem: M x K fp4 rows, one b row per batch, fp16 out.
 alignas(256) static uint8_t g_buf[4096];
-static GemmProblem make_problem(int64_t M, int64_t K, int64_t L, nvfp4_sf_layout_t layout = NVFP4_SF_BLOCKED) {
+// A dense, aligned gemm problem: M tokens x N weight rows x K, fp16 out.
+static GemmProblem dense_problem(int64_t M, int64_t N, int64_t K, int64_t L, nvfp4_sf_layout_t layout) {
   GemmProblem p;
   p.M = M;
-  p.N = 1;
+  p.N = N;
   p.K = K;
   p.L = L;
   p.a.data = g_buf;
@@ -56,7 +56,7 @@ static GemmProblem make_problem(int64_t M, int64_t K, int64_t L, nvfp4_sf_layout
   p.a.batch_stride = M * (K / 2);
   p.b.data = g_buf + 1024;
   p.b.row_stride = K / 2;
-  p.b.batch_stride = K / 2;
+  p.b.batch_stride = N * (K / 2);
   p.sfa.data = g_buf + 2048;
   p.sfa.layout = layout;
   p.sfa.row_stride = K / 16;
@@ -64,13 +64,18 @@ static GemmProblem make_problem(int64_t M, int64_t K, int64_t L, nvfp4_sf_layout
   p.sfb.data = g_buf + 3072;
   p.sfb.layout = layout;
   p.sfb.row_stride = K / 16;
-  p.sfb.batch_stride = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(1, K) : K / 16;
+  p.sfb.batch_stride = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(N, K) : N * (K / 16);
   p.alpha.value = 0.5f;
   p.c.data = g_buf;
   p.c.dtype = DType::kFloat16;
-  p.c.row_stride = 1;
-  p.c.batch_stride = M;
+  p.c.row_stride = N;
+  p.c.col_stride = 1;
+  p.c.batch_stride = M * N;
   return p;
+}
+// The GEMV case: one b row per batch.
+static GemmProblem make_problem(int64_t M, int64_t K, int64_t L, nvfp4_sf_layout_t layout = NVFP4_SF_BLOCKED) {
+  return dense_problem(M, 1, K, L, layout);
 }
 
 // The automatic plan as gemv.cu runs it: kernel choice, then the MMA shape and launch.
@@ -466,35 +471,6 @@ static void test_geometry_and_args() {
 // ---------------------------------------------------------------------------
 // 9. decode-regime GEMM (decode_plan.hpp)
 // ---------------------------------------------------------------------------
-// gemm problem M tokens x N weight rows, dense, aligned.
-static GemmProblem decode_problem(int64_t M, int64_t N, int64_t K, int64_t L, nvfp4_sf_layout_t layout) {
-  GemmProblem p;
-  p.M = M;
-  p.N = N;
-  p.K = K;
-  p.L = L;
-  p.a.data = g_buf;
-  p.a.row_stride = K / 2;
-  p.a.batch_stride = M * (K / 2);
-  p.b.data = g_buf + 1024;
-  p.b.row_stride = K / 2;
-  p.b.batch_stride = N * (K / 2);
-  p.sfa.data = g_buf + 2048;
-  p.sfa.layout = layout;
-  p.sfa.row_stride = K / 16;
-  p.sfa.batch_stride = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(M, K) : M * (K / 16);
-  p.sfb.data = g_buf + 3072;
-  p.sfb.layout = layout;
-  p.sfb.row_stride = K / 16;
-  p.sfb.batch_stride = layout == NVFP4_SF_BLOCKED ? blocked_sf_bytes(N, K) : N * (K / 16);
-  p.alpha.value = 0.5f;
-  p.c.data = g_buf;
-  p.c.dtype = DType::kFloat16;
-  p.c.row_stride = N;
-  p.c.col_stride = 1;
-  p.c.batch_stride = M * N;
-  return p;
-}
 // The decode kernels as built by CUDA 13 for sm_90a (ptxas -v): 70 / 117 / 139 / 178 registers
 // for 1 / 2 / 4 / 8 token groups (blocked weight scales; linear 68 / 116 / 138 / 175), no static
 // shared memory.
@@ -514,23 +490,23 @@ static void test_decode_plan() {
   // support
   for (nvfp4_sf_layout_t lay : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
     for (int64_t M : {1LL, 2LL, 3LL, 16LL, 17LL, 32LL, 64LL, 65LL, 128LL}) {
-      const GemmProblem p = decode_problem(M, 7168, 7168, 1, lay);
+      const GemmProblem p = dense_problem(M, 7168, 7168, 1, lay);
       CHECK((decode_unsupported(p) == nullptr) == (M >= 2 && M <= 16), "M = %lld", (long long)M);
     }
   }
   {
-    GemmProblem p = decode_problem(8, 200, 96, 3, NVFP4_SF_BLOCKED);
+    GemmProblem p = dense_problem(8, 200, 96, 3, NVFP4_SF_BLOCKED);
     CHECK(decode_unsupported(p) == nullptr, "blocked K = 96 refused");
-    p = decode_problem(8, 200, 96, 3, NVFP4_SF_LINEAR);
+    p = dense_problem(8, 200, 96, 3, NVFP4_SF_LINEAR);
     CHECK(decode_unsupported(p) != nullptr, "linear K = 96 taken (scale pieces need K %% 256)");
-    p = decode_problem(8, 200, 256, 3, NVFP4_SF_LINEAR);
+    p = dense_problem(8, 200, 256, 3, NVFP4_SF_LINEAR);
     CHECK(decode_unsupported(p) == nullptr, "linear K = 256 refused");
     p.a.row_stride = 136;  // token rows 8 bytes off 16
     CHECK(decode_unsupported(p) != nullptr, "misaligned token rows taken");
-    p = decode_problem(8, 200, 256, 1, NVFP4_SF_LINEAR);
+    p = dense_problem(8, 200, 256, 1, NVFP4_SF_LINEAR);
     p.b.data = g_buf + 1032;
     CHECK(decode_unsupported(p) != nullptr, "misaligned weights taken");
-    p = decode_problem(8, 200, 256, 1, NVFP4_SF_LINEAR);
+    p = dense_problem(8, 200, 256, 1, NVFP4_SF_LINEAR);
     p.sfa.data = g_buf + 2049;  // token scales: byte loads, any alignment
     p.sfa.layout = NVFP4_SF_BLOCKED;
     CHECK(decode_unsupported(p) == nullptr, "odd token scales / mixed layouts refused");
@@ -593,7 +569,7 @@ static void test_decode_plan() {
         }
   // kernel parameters
   {
-    GemmProblem p = decode_problem(5, 300, 1024, 2, NVFP4_SF_BLOCKED);
+    GemmProblem p = dense_problem(5, 300, 1024, 2, NVFP4_SF_BLOCKED);
     p.sfa.layout = NVFP4_SF_LINEAR;
     p.c.dtype = DType::kBFloat16;
     p.c.col_stride = 3;
