@@ -222,24 +222,10 @@ nvfp4_status_t query_device(int device, int sm_count_hint, DualDeviceNumbers* d)
   if (d->sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, device));
   NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_dual_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                       static_cast<int>(kSmemFused)));
-  for (int s = 0; s <= kMaxSplits; ++s) {
-    if (s < 2) {
-      d->clusters[s] = 1 << 20;
-      continue;
-    }
-    LaunchShape shape;
-    shape.grid = dim3(static_cast<unsigned>(s), 1, 1);
-    shape.block = dim3(DualMainloop::kThreads, 1, 1);
-    shape.smem = kSmemFused;
-    shape.cluster_x = static_cast<unsigned>(s);
-    const LaunchConfig cfg(shape, nullptr);
-    int n = 0;
-    if (cudaOccupancyMaxActiveClusters(&n, nvfp4_sm90_dual_gemm_kernel, cfg.get()) != cudaSuccess) {
-      (void)cudaGetLastError();
-      n = 1 << 20;
-    }
-    d->clusters[s] = n;
-  }
+  for (int s = 0; s <= kMaxSplits; ++s)
+    d->clusters[s] = s < 2 ? kNoClusterLimit
+                           : max_active_clusters(reinterpret_cast<const void*>(nvfp4_sm90_dual_gemm_kernel),
+                                                 DualMainloop::kThreads, kSmemFused, s);
   return NVFP4_SUCCESS;
 }
 

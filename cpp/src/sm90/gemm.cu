@@ -71,20 +71,11 @@ int cluster_capacity(ClusterKernel kernel_id, int splits, int device) {
     if (v > 0) return v - 1;
   }
   const bool fused = kernel_id == kClusterFused;
-  LaunchShape shape;
-  shape.grid = dim3(static_cast<unsigned>(splits), 1, 1);
-  shape.block = dim3(static_cast<unsigned>(fused ? Mainloop::kThreads : MainloopPre::kThreads), 1, 1);
-  shape.smem = fused ? kSmemFused : kSmemPre;
-  shape.cluster_x = static_cast<unsigned>(splits);
-  const LaunchConfig cfg(shape, nullptr);
   // (both fused instances have the same threads, shared memory and register cap)
   const void* kernel = fused ? reinterpret_cast<const void*>(kFusedPromoted)
                              : reinterpret_cast<const void*>(nvfp4_sm90_gemm_predecoded_kernel);
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, kernel, cfg.get()) != cudaSuccess) {
-    (void)cudaGetLastError();
-    n = 1 << 20;
-  }
+  const int n = max_active_clusters(kernel, static_cast<unsigned>(fused ? Mainloop::kThreads : MainloopPre::kThreads),
+                                    fused ? kSmemFused : kSmemPre, splits);
   if (cacheable) cache[kernel_id][splits][device].store(n + 1, std::memory_order_relaxed);
   return n;
 }
@@ -105,8 +96,8 @@ nvfp4_status_t device_numbers(const Exec& exec, GemmDeviceNumbers* d) {
   const nvfp4_status_t st = opt_in_gemm_smem(exec.device);
   if (st != NVFP4_SUCCESS) return st;
   for (int s = 0; s <= kMaxSplits; ++s) {
-    d->fused_clusters[s] = s < 2 ? 1 << 20 : cluster_capacity(kClusterFused, s, exec.device);
-    d->predecoded_clusters[s] = s < 2 ? 1 << 20 : cluster_capacity(kClusterPredecoded, s, exec.device);
+    d->fused_clusters[s] = s < 2 ? kNoClusterLimit : cluster_capacity(kClusterFused, s, exec.device);
+    d->predecoded_clusters[s] = s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecoded, s, exec.device);
   }
   return NVFP4_SUCCESS;
 }

@@ -70,21 +70,9 @@ nvfp4_status_t device_numbers(const Exec& exec, GroupedDeviceNumbers* out) {
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
     NVFP4_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kSplit),
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
-    for (int s = 0; s <= kMaxSplits; ++s) {
-      d.clusters[s] = 1 << 20;
-      if (s < 2) continue;
-      LaunchShape shape;
-      shape.grid = dim3(static_cast<unsigned>(s), 1, 1);
-      shape.block = dim3(MainloopPre::kThreads, 1, 1);
-      shape.smem = kSmem;
-      shape.cluster_x = static_cast<unsigned>(s);
-      const LaunchConfig cfg(shape, nullptr);
-      int n = 0;
-      if (cudaOccupancyMaxActiveClusters(&n, reinterpret_cast<const void*>(kSplit), cfg.get()) == cudaSuccess)
-        d.clusters[s] = n;
-      else
-        (void)cudaGetLastError();  // no answer: no limit (as gemm.cu)
-    }
+    for (int s = 0; s <= kMaxSplits; ++s)
+      d.clusters[s] = s < 2 ? kNoClusterLimit
+                            : max_active_clusters(reinterpret_cast<const void*>(kSplit), MainloopPre::kThreads, kSmem, s);
     return NVFP4_SUCCESS;
   }, out);
 }

@@ -66,6 +66,25 @@ nvfp4_status_t launch(void (*kernel)(Params...), const LaunchShape& shape, cudaS
   return NVFP4_SUCCESS;
 }
 
+// Clusters of `splits` CTAs of `kernel` (`threads` per CTA, `smem` bytes of dynamic shared
+// memory) that can be resident at once; a failed query counts as no limit (kNoClusterLimit).
+// The kernel's shared-memory limit must have been raised (opt_in_smem). Callers cache it.
+constexpr int kNoClusterLimit = 1 << 20;
+inline int max_active_clusters(const void* kernel, unsigned threads, size_t smem, int splits) {
+  LaunchShape shape;
+  shape.grid = dim3(static_cast<unsigned>(splits), 1, 1);
+  shape.block = dim3(threads, 1, 1);
+  shape.smem = smem;
+  shape.cluster_x = static_cast<unsigned>(splits);
+  const LaunchConfig cfg(shape, nullptr);
+  int n = 0;
+  if (cudaOccupancyMaxActiveClusters(&n, kernel, cfg.get()) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return kNoClusterLimit;
+  }
+  return n;
+}
+
 // Raises each kernel's dynamic shared-memory limit to its size, once per device (`done`:
 // owned by the caller; a host-side cost of ~µs per call otherwise).
 struct SmemOptIn {

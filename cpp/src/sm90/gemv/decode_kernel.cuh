@@ -6,7 +6,7 @@
 // streams them at 1.2-1.5x the copy SOL; this kernel keeps its copy side unchanged (each
 // warp streams 16 weight rows through its own 2-stage cp.async ring, 256 B of each row per
 // stage, the blocked scales of a 64-element K tile as one 64-byte piece) and replaces the
-// one-token math by fp16 tensor-core MMAs over up to 64 tokens.
+// one-token math by fp16 tensor-core MMAs over up to 16 tokens (the route: decode_plan.hpp).
 //
 // Numerics (docs/design.md "Numerics", the sm90a GEMM's contract): every weight element is
 // decoded to e2m1 * 2^-14 in fp16 and multiplied by its block scale (HMUL2, exact:
