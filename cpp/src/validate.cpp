@@ -89,6 +89,13 @@ Extent extent_of(const nvfp4_tensor_t& t) {
 bool overlaps(const Extent& a, const Extent& b) {
   return a.lo < a.hi && b.lo < b.hi && a.lo < b.hi && b.lo < a.hi;
 }
+// " of group 3" after an operand's name in a grouped call's messages ("" for group -1).
+struct GroupSuffix {
+  char text[24] = "";
+  explicit GroupSuffix(int group) {
+    if (group >= 0) snprintf(text, sizeof text, " of group %d", group);
+  }
+};
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -132,18 +139,16 @@ nvfp4_status_t Call::tensor(const char* name, const nvfp4_tensor_t*& t, bool (*d
   if (!is_aligned(t->data, es))
     return fail(NVFP4_ERROR_INVALID_VALUE, "%s: argument '%s': pointer %p is not aligned to its %lld-byte elements",
                 op(), name, t->data, static_cast<long long>(es));
-  if (!first_) {
-    first_ = t;
-    first_name_ = name;
-    first_group_ = group_;
-  } else if (t->device_type != first_->device_type ||
-             (t->device_type == NVFP4_DEVICE_CUDA && t->device_id != first_->device_id)) {
-    char first_where[32] = "";
-    if (first_group_ != group_) snprintf(first_where, sizeof first_where, " of group %d", first_group_);
-    return fail(NVFP4_ERROR_INVALID_VALUE,
-                "%s: argument '%s' is on %s:%d but '%s'%s is on %s:%d; all operands must be on one device",
-                op(), name, t->device_type == NVFP4_DEVICE_CUDA ? "cuda" : "cpu", t->device_id, first_name_,
-                first_where, first_->device_type == NVFP4_DEVICE_CUDA ? "cuda" : "cpu", first_->device_id);
+  if (!operands_.empty()) {
+    const Operand& first = operands_.front();
+    const nvfp4_tensor_t& f = *first.t;
+    if (t->device_type != f.device_type || (t->device_type == NVFP4_DEVICE_CUDA && t->device_id != f.device_id)) {
+      GroupSuffix where(first.group != group_ ? first.group : -1);
+      return fail(NVFP4_ERROR_INVALID_VALUE,
+                  "%s: argument '%s' is on %s:%d but '%s'%s is on %s:%d; all operands must be on one device",
+                  op(), name, t->device_type == NVFP4_DEVICE_CUDA ? "cuda" : "cpu", t->device_id, first.name,
+                  where.text, f.device_type == NVFP4_DEVICE_CUDA ? "cuda" : "cpu", f.device_id);
+    }
   }
   operands_.push_back({name, t, group_, is_output});
   return NVFP4_SUCCESS;
@@ -177,15 +182,13 @@ nvfp4_status_t Call::check_aliasing() const {
         if (other.index == s.index || !(a.is_output || b.is_output) || !overlaps(other.e, s.e)) continue;
         const Operand& o = a.is_output ? a : b;
         const Operand& x = a.is_output ? b : a;
-        char o_where[24] = "", x_where[24] = "";
-        if (o.group >= 0) snprintf(o_where, sizeof o_where, " of group %d", o.group);
-        if (x.group >= 0) snprintf(x_where, sizeof x_where, " of group %d", x.group);
+        const GroupSuffix o_where(o.group), x_where(x.group);
         if (x.is_output)
-          return fail(NVFP4_ERROR_INVALID_VALUE, "%s: outputs '%s'%s and '%s'%s overlap", op(), o.name, o_where,
-                      x.name, x_where);
+          return fail(NVFP4_ERROR_INVALID_VALUE, "%s: outputs '%s'%s and '%s'%s overlap", op(), o.name, o_where.text,
+                      x.name, x_where.text);
         return fail(NVFP4_ERROR_INVALID_VALUE,
                     "%s: output '%s'%s overlaps input '%s'%s; outputs must not alias inputs", op(), o.name,
-                    o_where, x.name, x_where);
+                    o_where.text, x.name, x_where.text);
       }
     }
     (out ? end_out : end_in) = std::max(out ? end_out : end_in, s.e.hi);

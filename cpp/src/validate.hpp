@@ -62,8 +62,9 @@ class Call {
   // Outputs must not overlap inputs or each other.
   nvfp4_status_t check_aliasing() const;
 
-  bool on_cpu() const { return first_ && first_->device_type == NVFP4_DEVICE_CPU; }
-  int device() const { return first_ ? first_->device_id : 0; }
+  // The first operand decides the device (every other one must be on it).
+  bool on_cpu() const { return !operands_.empty() && operands_.front().t->device_type == NVFP4_DEVICE_CPU; }
+  int device() const { return operands_.empty() ? 0 : operands_.front().t->device_id; }
 
   // A forced backend must match where the operands are.
   nvfp4_status_t check_backend(const nvfp4_exec_t* exec) const;
@@ -123,9 +124,6 @@ class Call {
   const char* op_;
   int group_ = -1;
   mutable char op_buf_[64] = {};
-  const nvfp4_tensor_t* first_ = nullptr;
-  const char* first_name_ = "";
-  int first_group_ = -1;  // group_ when first_ was added: a grouped call names both groups
   struct Operand {
     const char* name;
     const nvfp4_tensor_t* t;
