@@ -52,8 +52,8 @@ struct DecodeArgs {
 // The per-warp token fragments cost shared-memory bandwidth: 4 LDS.128 per word and group,
 // (1 + 2 NT8) KB per warp step of 2048 weight elements, i.e. on N = K = 7168 (389 k weight
 // elements per SM) ~13k cycles of the SM's 128 B/clk at NT8 = 4 and ~25k at NT8 = 8, against
-// ~17k for the weights' bytes on an H100: why 4 and 8 groups (17..64 tokens) lost to the
-// tiled GEMM (below) and were removed.
+// ~17k for the weights' bytes on an H100: why 4 and 8 groups (17..64 tokens) lose to the
+// tiled GEMM (below), which therefore takes them.
 //
 // Measured (H100, graph replay, against the tiled GEMM in the same run; bench/NOTES.md
 // "Decode-regime GEMM: first GPU runs"): 4..16 tokens on N >= 4096 rows gain up to 1.45x
