@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from nvfp4._bench_gpu import Impl
 from nvfp4._bench_problems import Dequantize, Dual, Gemm, Gemv, Grouped, Quantize, Swizzle
-from nvfp4._bench_peers import CublasBf16
+from nvfp4._bench_peers import CublasBf16, GroupedMM
 
 
 def _ceil16(n: int) -> int:
@@ -160,55 +160,6 @@ class DequantMatmul(Impl):
 
     def release(self):
         self._scratch = None
-
-
-class GroupedMM(Impl):
-    name = "torch._grouped_mm bf16"
-    _probe = {}
-
-    @classmethod
-    def available(cls, h) -> bool:
-        return cls.probe(h) is None
-
-    @classmethod
-    def probe(cls, h):
-        """None if torch._grouped_mm runs here, else why not (checked once per device)."""
-        key = str(h.device)
-        if key not in cls._probe:
-            t = h.torch
-            if not hasattr(t, "_grouped_mm"):
-                cls._probe[key] = f"torch {t.__version__} has no torch._grouped_mm"
-            else:
-                try:
-                    a = t.randn(48, 64, dtype=t.bfloat16, device=h.device)
-                    b = t.randn(2, 32, 64, dtype=t.bfloat16, device=h.device)
-                    offs = t.tensor([16, 48], dtype=t.int32, device=h.device)
-                    t._grouped_mm(a, b.transpose(-2, -1), offs=offs, out_dtype=t.bfloat16)
-                    h.sync()
-                    cls._probe[key] = None
-                except Exception as e:  # noqa: BLE001
-                    cls._probe[key] = f"torch._grouped_mm fails here: {str(e).strip().splitlines()[0][:120]}"
-        return cls._probe[key]
-
-    def skip_reason(self, h, p):
-        if not isinstance(p, Grouped):
-            return f"no grouped peer for {p.op}"
-        return self.probe(h)
-
-    def set_bytes(self, p):
-        return 2 * ((p.T + p.G * p.N) * p.K + p.T * p.N)
-
-    def prepare(self, h, p, s):
-        bf = h.torch.bfloat16
-        return {"a": h.decode(s["a"], s["sfa"], bf), "bt": h.decode(s["b"], s["sfb"], bf).transpose(-2, -1),
-                "offs": s["offsets"][1:].clone()}
-
-    def launch(self, h, st):
-        t = h.torch
-        st["out"] = t._grouped_mm(st["a"], st["bt"], offs=st["offs"], out_dtype=t.bfloat16)
-
-    def result(self, st):
-        return st["out"]
 
 
 class D2DCopy(Impl):

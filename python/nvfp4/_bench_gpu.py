@@ -234,7 +234,7 @@ def run_gpu(args) -> int:
         return _no_torch(problems, nvfp4._nvfp4_ext.device_info(0)["name"],
                          f"torch {torch.__version__} sees no CUDA device (a CPU-only build?) though libnvfp4 does")
     backends = [b.strip() for b in args.backend.split(",") if b.strip()] or ["auto"]
-    from ._bench_peers import CublasBf16
+    from ._bench_peers import CublasBf16, GroupedMM
 
     h = Harness(torch, device)
     timer = Timer(torch, device, reps=args.reps, graphs=not getattr(args, "no_graphs", False))
@@ -254,6 +254,8 @@ def run_gpu(args) -> int:
     for j, (p, be) in enumerate(jobs):
         bar.update(j, f"{p.op} {p.label} [{be}]")
         peers = [CublasBf16()] if p.op in EAGER_OPS and be == backends[0] else []
+        if peers and p.op == "grouped":
+            peers.append(GroupedMM())
         rows += run_case(h, p, nvfp4_impls(p, [be]) + peers, timer, ceilings)
     bar.update(len(jobs), f"done in {time.perf_counter() - t0:.0f} s")
     print(format_table(rows))
