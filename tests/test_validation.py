@@ -312,3 +312,15 @@ def test_swizzle_rejects(rng):
     assert raw(out) == before
     expect_error(ValueError, lambda: nvfp4.unswizzle_scales(out, 7, 100), "k")
     expect_error(ValueError, lambda: nvfp4.unswizzle_scales(out, 129, 96), "'sf_blocked'")
+
+
+def test_describe_arrays_hook():
+    """bench/overhead.py's floor probe: describes arrays as an op does (numpy through nanobind's
+    DLPack import here) and rejects what an op would reject, naming the argument."""
+    ext = nvfp4._nvfp4_ext
+    assert ext._describe_arrays([np.zeros(4, np.uint8), np.zeros((2, 3), np.float32)]) == 2
+    assert ext._describe_arrays(()) == 0
+    with pytest.raises(TypeError, match="must be a sequence"):
+        ext._describe_arrays(3)
+    with pytest.raises(TypeError, match="'arrays'"):
+        ext._describe_arrays([np.zeros(4, np.complex64)])

@@ -156,6 +156,16 @@ NB_MODULE(_nvfp4_ext, m) {
      nb::arg("alloc").none(),
      nb::arg("batch_last") = false);
 
+  // For bench/overhead.py: describes every array of `arrays` as an op describes its operands
+  // (the DLPack C exchange API where the type has one) and returns how many: the per-array
+  // host cost that a call taking G groups of arrays pays G times whatever the library does.
+  m.def("_describe_arrays", [](nb::handle arrays) {
+    Items items(arrays, "_describe_arrays: arrays must be a sequence");
+    OpArgs args("_describe_arrays", nb::none());
+    for (nb::handle h : items.v) args.input(h, "arrays");
+    return items.v.size();
+  }, nb::arg("arrays"));
+
   m.def("grouped_gemm", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle alphas,
                            const char* layout, const char* out_dtype, nb::handle out, nb::handle stream,
                            const char* backend, nb::handle alloc, bool batch_last) {
