@@ -158,8 +158,8 @@ static void test_known_shapes() {
   } wants[] = {
       {256, 4096, 7168, 1},  // 128 tiles <= 132 SMs
       {512, 4096, 7168, 1},  // 256 tiles: two rounds either way; splitting only adds reductions
-      {256, 3072, 4096, 4},  // 96 tiles: 3 rounds of 32 clusters x 8 blocks (30) < 1 round of 32 (34)
-      {512, 3072, 7168, 2},  // 192 tiles: 3 rounds x 28 blocks (90) < 2 x 56 (116)
+      {256, 3072, 4096, 1},  // 96 tiles: 1 round of 32 + 8 blocks (40) < 3 rounds of 32 clusters x 8 (48)
+      {512, 3072, 7168, 2},  // 192 tiles: 3 rounds x (28 + 8) blocks (108) < 2 x (56 + 8) (128)
   };
   for (const Want& w : wants) {
     for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {

@@ -24,9 +24,10 @@ constexpr int kDualTileN = kTileW / 2;  // output columns per CTA (64 rows of ea
 // shorter slices spend more on the ring fill and the cluster reduction than they save.
 constexpr int kDualMinBlocksPerSplit = 4;
 // Wave model of the split choice, in K blocks: a CTA costs its blocks plus this fixed part
-// (ring fill, epilogue, cluster reduction). A guess from the GEMM's fit (pre-decoded: ~0.84 µs
-// per block; a CTA's fill and epilogue ~2 blocks), not measured on the dual kernel.
-constexpr int kDualFixedBlocks = 2;
+// (ring fill, epilogue, cluster reduction). Fitted to a split sweep of the dual kernel (H200,
+// graph replay, 256x3072x4096: s = 1, 2, 3, 4 -> 33.9, 40.7, 49.0, 56.7 µs = rounds x (0.85 µs
+// per block + 6.8 µs), i.e. ~8 blocks; the first guess, 2, chose s = 4 there).
+constexpr int kDualFixedBlocks = 8;
 
 enum class DualPath : int32_t {
   kEmpty = 0,     // nothing to compute
@@ -101,8 +102,9 @@ inline int64_t dual_cluster_slots(const DualDeviceNumbers& dev, int s) {
 // Split-K: the s (1..kMaxSplits, K slices of at least kDualMinBlocksPerSplit blocks) with the
 // fewest modelled block-times: rounds(s) * (ceil(num_kb / s) + kDualFixedBlocks), rounds(s) =
 // ceil(tiles / resident clusters of s). Ties go to the smaller s. H100 (132 SMs), the four
-// benchmark shapes: 256x4096 (128 tiles) and 512x4096 (256) s = 1; 256x3072x4096 (96 tiles:
-// 96 CTAs leave 36 SMs idle) s = 4; 512x3072x7168 (192 tiles, two rounds at s = 1) s = 2.
+// benchmark shapes: 256x4096 (128 tiles), 512x4096 (256) and 256x3072x4096 (96 tiles: 96 CTAs
+// leave 36 SMs idle, but any split needs 3 rounds) s = 1; 512x3072x7168 (192 tiles, two
+// rounds at s = 1) s = 2 (H200 sweep: 89.7 µs against 103.8 at s = 1).
 inline int choose_dual_splits(const DualDeviceNumbers& dev, int64_t tiles, int32_t num_kb) {
   int max_s = num_kb / kDualMinBlocksPerSplit;
   if (max_s > kMaxSplits) max_s = kMaxSplits;
