@@ -236,7 +236,7 @@ GEMM_ODD = [(1, 1000, 32, None), (7, 129, 96, 3), (129, 7, 32, None), (1000, 1, 
             (129, 1000, 32, 3), (1, 1, 32, None), (1000, 300, 2080, 2),  # sm90a: pre-decoded tokens, M > 512
             (1030, 136, 2080, 2), (2050, 1000, 4096, None),  # sm90a: fused short chains + misaligned scales; M > 2048
             (100, 3000, 4096, None),  # sm90a: fused, 24 tiles x 4-CTA clusters
-            (1030, 2000, 2080, 2)]  # sm90a: persistent pre-decoded kernel (288 tiles), M/N/K tails
+            (1030, 2000, 2080, 2)]  # sm90a: persistent pre-decoded kernel, 136-token tiles (256), M/N/K tails
 
 
 def _gemm_case(dev, M, N, K, L, layout, rng, **kw):
@@ -285,6 +285,74 @@ def test_gemm_out_dtypes(dev, M, N, K, L, out_dtype, backend, rng):
     out = run_backend(backend, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha, out_dtype=out_dtype,
                                                   backend=backend))
     assert_matches(dev.get(out), alpha * acc, out_dtype)
+
+
+# ---------------------------------------------------------------------------
+# GEMM: the pre-decoded kernels' 136-token tile (sm90a)
+# ---------------------------------------------------------------------------
+
+IS_SM90 = HAVE_GPU and _nvfp4_ext.device_info(0)["backend"] == "sm90a"
+needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the 136-token tile is sm90a's (a CC 9.0 device)")
+
+# M just above a multiple of 128: where the 136-token instance needs fewer token tiles for
+# less work, the plan runs it (cpp/src/sm90/gemm_plan.hpp choose_token_tile; the same shapes
+# on an H100's 132 SMs in tests/sm90_host/gemm_plan_test.cpp test_token_tile).
+# (M, N, K, L, token tile, kernel) on 132 SMs.
+TOKEN_TILE = [
+    (129, 7168, 7168, 1, 136, "predecoded"),   # issue 22's shape: one tile, clusters of 2
+    (129, 2048, 8192, 1, 136, "predecoded"),   # clusters of 8 (the run-time split reduction)
+    (136, 2048, 8192, 3, 136, "predecoded"),   # clusters of 2, batches
+    (272, 2000, 4096, 1, 136, "predecoded"),   # clusters of 4, N tail
+    (257, 7168, 2048, 1, 136, "predecoded"),   # one CTA per tile; the last tile holds one token
+    (257, 4000, 2048, 3, 136, "persistent"),   # 192 tiles, batches, N tail
+    (1025, 4096, 2048, 1, 136, "persistent"),  # 256 tiles (against 288 of 128 tokens)
+    (200, 4096, 4096, 1, 128, "predecoded"),   # two tiles at either width: the 128-token kernel
+    (137, 2048, 8192, 1, 128, "predecoded"),
+]
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
+def test_gemm_token_tile_136(dev, M, N, K, L, tile, kernel, layout, out_dtype, rng):
+    if out_dtype == "bfloat16" and dev.name != "torch":
+        pytest.skip("bfloat16 device arrays need PyTorch")
+    a, b, acc = _gemm_case(dev, M, N, K, L, layout, rng)
+    alpha = pow2_alpha(acc) * (1.0 if out_dtype == "float16" else 0.75)
+    out = nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha, sf_layout=layout, out_dtype=out_dtype, backend="sm90a")
+    assert tuple(out.shape) == (L, M, N)
+    assert_matches(dev.get(out), alpha * acc, out_dtype)
+
+
+def _gemm_kernel_names(dev, fn):
+    """The CUDA kernels fn() launches (torch profiler, after a warm-up call)."""
+    torch = dev.torch
+    fn()
+    torch.cuda.synchronize()
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.key for e in prof.key_averages()]
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
+def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
+    """The plan's tile and kernel, seen in the kernel names (templates on the token tile)."""
+    import re
+
+    if dev.name != "torch":
+        pytest.skip("needs PyTorch (profiler)")
+    if dev.torch.cuda.get_device_properties(0).multi_processor_count != 132:
+        pytest.skip("the expected tiles are those of a 132-SM device (H100 SXM, H200)")
+    a, b = Operand(dev, M, K, L, "linear", rng), Operand(dev, N, K, L, "linear", rng)
+    names = _gemm_kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, backend="sm90a"))
+    # demangled "nvfp4_sm90_gemm_persistent_kernel<136>(...)" or mangled "...kernelILi136E..."
+    found = {(m.group(1), int(m.group(2) or m.group(3))) for n in names
+             for m in [re.search(r"nvfp4_sm90_gemm_(predecoded|persistent)_kernel(?:<(\d+)>|ILi(\d+)E)", n)] if m}
+    assert found == {(kernel, tile)}, names
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

@@ -9,10 +9,11 @@
 //     (132 SMs), including a cluster size whose clusters do not all fit at once;
 //  3. the scale-load mode per layout and alignment, the output vector flag;
 //  4. invariants over random shapes and device numbers: splits within limits and fitting,
-//     the short-chain rule, the path rule, every (tile, K block) computed exactly once by
-//     the grid (the tile scheduler's formula), the workspace query agreeing with the run
-//     given exactly that workspace;
-//  5. the packed MoE plan.
+//     the short-chain rule, the path rule, the token tile (128 or 136) the model picks,
+//     every (tile, K block) computed exactly once by the grid (the tile scheduler's formula),
+//     the workspace query agreeing with the run given exactly that workspace;
+//  5. the packed MoE plan;
+//  6. the token tile of the pre-decoded paths at M = 128k + 1 .. 136k (choose_token_tile).
 // Prints "N passed, N failed".
 #include <stdint.h>
 #include <stdio.h>
@@ -57,7 +58,8 @@ static GemmProblem dense(int64_t M, int64_t N, int64_t K, int64_t L = 1, nvfp4_s
 static GemmDeviceNumbers h100() {
   GemmDeviceNumbers d;
   d.sm_count = 132;
-  for (int s = 0; s <= kMaxSplits; ++s) d.fused_clusters[s] = d.predecoded_clusters[s] = 1 << 20;
+  for (int s = 0; s <= kMaxSplits; ++s)
+    d.fused_clusters[s] = d.predecoded_clusters[s] = d.predecoded_wide_clusters[s] = 1 << 20;
   return d;
 }
 
@@ -197,6 +199,7 @@ static void test_known_shapes() {
     CHECK(g.workspace_bytes == (pre ? token_workspace_bytes(w.M, w.K, w.L) : 0), "workspace %zu",
           g.workspace_bytes);
     CHECK(g.stages == (pre ? kPredecodedStages : kFusedStages), "stages %d", g.stages);
+    CHECK(g.tile_x == 128, "%lld tokens: tile %d", static_cast<long long>(w.M), g.tile_x);  // (none of 128k+1..136k)
     CHECK(g.x_box_rows == (pre ? (w.M < 128 ? (w.M + 7) / 8 * 8 : 128) : 0), "box rows %d", g.x_box_rows);
   }
   // the persistent grid: one CTA per SM
@@ -311,9 +314,9 @@ static void test_scale_modes() {
 // ---------------------------------------------------------------------------
 static void test_invariants(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
-  int pre_seen = 0, persistent_seen = 0, fused_seen = 0, short_seen = 0;
+  int pre_seen = 0, persistent_seen = 0, fused_seen = 0, short_seen = 0, wide_seen = 0, wide_persistent_seen = 0;
   for (int iter = 0; iter < 4000; ++iter) {
-    const int64_t M = pick(0, 4) == 0 ? pick(3, 130) : pick(3, 9000);
+    const int64_t M = pick(0, 4) == 0 ? pick(3, 140) : pick(0, 3) == 0 ? 128 * pick(1, 20) + pick(1, 8) : pick(3, 9000);
     const int64_t N = pick(1, 9000);
     const int64_t K = 32 * (pick(0, 3) == 0 ? pick(1, 40) : pick(1, 600));
     const int64_t L = pick(0, 3) == 0 ? pick(2, 5) : 1;
@@ -323,6 +326,8 @@ static void test_invariants(std::mt19937_64& rng) {
     for (int s = 0; s <= kMaxSplits; ++s) {
       d.fused_clusters[s] = s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : 1 << 20);
       d.predecoded_clusters[s] = s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : 1 << 20);
+      d.predecoded_wide_clusters[s] =
+          s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
     }
     const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
     const GemmPlan g = plan_gemm(p, d, ws);
@@ -338,18 +343,23 @@ static void test_invariants(std::mt19937_64& rng) {
             static_cast<long long>(N), static_cast<long long>(K), g.unsupported);
       continue;
     }
-    const int64_t tiles_w = (N + 127) / 128, tiles_x = (M + 127) / 128, tiles = tiles_w * tiles_x * L;
+    const bool pre = g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent;
+    const bool wide = g.tile_x == kTileXWide;
+    CHECK(g.tile_x == kTileX || (pre && wide), "tile %d on %s", g.tile_x, path_name(g.path));
+    const int64_t tiles_w = (N + 127) / 128, tiles_x = (M + g.tile_x - 1) / g.tile_x, tiles = tiles_w * tiles_x * L;
     const int32_t num_kb = static_cast<int32_t>((K + 127) / 128);
     CHECK(g.tiles_w == tiles_w && g.tiles_x == tiles_x && g.tiles == tiles && g.num_kb == num_kb, "tiles");
     CHECK(g.splits >= 1 && g.splits <= kMaxSplits && g.splits <= num_kb, "splits %d of %d blocks", g.splits, num_kb);
-    const bool pre = g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent;
-    const int(&clusters)[kMaxSplits + 1] = pre ? d.predecoded_clusters : d.fused_clusters;
+    const int(&clusters)[kMaxSplits + 1] =
+        pre ? (wide ? d.predecoded_wide_clusters : d.predecoded_clusters) : d.fused_clusters;
     CHECK(g.splits == 1 || clusters[g.splits] >= tiles, "split %d: %d clusters fit, %lld tiles", g.splits,
           clusters[g.splits], static_cast<long long>(tiles));
     CHECK(g.splits == 1 || static_cast<int64_t>(g.splits) * tiles <= d.sm_count, "splits %d x %lld tiles > %d SMs",
           g.splits, static_cast<long long>(tiles), d.sm_count);
-    // the fused split (recomputed) decides the short chain and whether a pass may pay off
-    const int fused_splits = choose_splits_fitting(d.fused_clusters, tiles, num_kb, d.sm_count);
+    // the fused split (recomputed, on 128-token tiles) decides the short chain and whether a
+    // pass may pay off
+    const int64_t tiles128 = tiles_w * ((M + 127) / 128) * L;
+    const int fused_splits = choose_splits_fitting(d.fused_clusters, tiles128, num_kb, d.sm_count);
     const bool fused_short = (num_kb + fused_splits - 1) / fused_splits <= kShortChainBlocks;
     const size_t token = token_workspace_bytes(M, K, L);
     if (pre) {
@@ -360,8 +370,24 @@ static void test_invariants(std::mt19937_64& rng) {
       CHECK(g.workspace_bytes == token && token % 256 == 0 &&
                 token >= static_cast<size_t>(L * M * ((K + 127) / 128 * 128) * 2),
             "workspace %zu", g.workspace_bytes);
-      CHECK(g.x_box_rows == (M < 128 ? (M + 7) / 8 * 8 : 128) && g.x_box_rows % 8 == 0, "box rows %d", g.x_box_rows);
+      CHECK(g.x_box_rows == (M < g.tile_x ? (M + 7) / 8 * 8 : g.tile_x) && g.x_box_rows % 8 == 0, "box rows %d",
+            g.x_box_rows);
       CHECK((g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
+      // the tile rule, recomputed: the wide tile only where it needs fewer token tiles and the
+      // busiest SM's MMA work (waves x blocks per CTA x tile width) is at least 1/8 smaller
+      auto span = [&](int32_t tx, const int(&cl)[kMaxSplits + 1]) {
+        const int64_t t = tiles_w * ((M + tx - 1) / tx) * L;
+        const int s = choose_splits_fitting(cl, t, num_kb, d.sm_count);
+        const bool persistent = s == 1 && t > d.sm_count;
+        const int64_t per_sm = persistent ? (t + d.sm_count - 1) / d.sm_count : (t * s + d.sm_count - 1) / d.sm_count;
+        return per_sm * (persistent ? num_kb : (num_kb + s - 1) / s) * tx;
+      };
+      const bool fewer = (M + kTileXWide - 1) / kTileXWide < (M + kTileX - 1) / kTileX;
+      CHECK(wide == (fewer && 8 * span(kTileXWide, d.predecoded_wide_clusters) <=
+                                  7 * span(kTileX, d.predecoded_clusters)),
+            "tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
+      wide_seen += wide;
+      wide_persistent_seen += wide && g.path == GemmPath::kPersistent;
     } else {
       CHECK(g.path == GemmPath::kFused, "path %s", path_name(g.path));
       ++fused_seen;
@@ -375,7 +401,7 @@ static void test_invariants(std::mt19937_64& rng) {
     // the workspace query (SIZE_MAX) and a run given exactly that workspace agree
     if (ws == SIZE_MAX) {
       const GemmPlan r = plan_gemm(p, d, g.workspace_bytes);
-      CHECK(r.path == g.path && r.splits == g.splits && r.workspace_bytes == g.workspace_bytes,
+      CHECK(r.path == g.path && r.splits == g.splits && r.tile_x == g.tile_x && r.workspace_bytes == g.workspace_bytes,
             "query vs run: %s/%s", path_name(g.path), path_name(r.path));
     }
     // every (tile, K block) computed exactly once
@@ -399,9 +425,10 @@ static void test_invariants(std::mt19937_64& rng) {
             g.splits);
     }
   }
-  CHECK(pre_seen > 100 && persistent_seen > 20 && fused_seen > 100 && short_seen > 50,
-        "coverage of the random cases: pre %d (persistent %d) fused %d (short %d)", pre_seen, persistent_seen,
-        fused_seen, short_seen);
+  CHECK(pre_seen > 100 && persistent_seen > 20 && fused_seen > 100 && short_seen > 50 && wide_seen > 20 &&
+            wide_persistent_seen > 5,
+        "coverage of the random cases: pre %d (persistent %d) fused %d (short %d) wide %d (persistent %d)", pre_seen,
+        persistent_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen);
 }
 
 // ---------------------------------------------------------------------------
@@ -541,6 +568,94 @@ static void test_decode_route() {
   }
 }
 
+// ---------------------------------------------------------------------------
+// 6. Token tile of the pre-decoded paths (H100: 132 SMs)
+// ---------------------------------------------------------------------------
+struct TileWant {
+  int64_t M, N, K, L;
+  int32_t tile_x;
+  int64_t tiles_x;
+  GemmPath path;
+  int splits;
+};
+
+static void test_token_tile() {
+  const GemmDeviceNumbers dev = h100();
+  const TileWant wants[] = {
+      // N = K = 7168 (56 weight tiles, 56 K blocks): the busiest SM's work in K blocks x tokens
+      {128, 7168, 7168, 1, 128, 1, GemmPath::kPredecoded, 2},   // 28 x 128
+      {129, 7168, 7168, 1, 136, 1, GemmPath::kPredecoded, 2},   // 28 x 136 (128-token tiles: 112 tiles, 56 x 128)
+      {136, 7168, 7168, 1, 136, 1, GemmPath::kPredecoded, 2},
+      {137, 7168, 7168, 1, 128, 2, GemmPath::kPredecoded, 1},   // two tiles at either width: the narrower
+      {200, 7168, 7168, 1, 128, 2, GemmPath::kPredecoded, 1},
+      {256, 7168, 7168, 1, 128, 2, GemmPath::kPredecoded, 1},   // 56 x 128
+      {257, 7168, 7168, 1, 136, 2, GemmPath::kPredecoded, 1},   // 56 x 136 against 168 tiles: 2 x 56 x 128
+      {272, 7168, 7168, 1, 136, 2, GemmPath::kPredecoded, 1},
+      {273, 7168, 7168, 1, 128, 3, GemmPath::kPersistent, 1},
+      {385, 7168, 7168, 1, 128, 4, GemmPath::kPersistent, 1},   // 224 or 168 tiles: 2 per SM either way
+      {512, 7168, 7168, 1, 128, 4, GemmPath::kPersistent, 1},   // 2 x 56 x 128
+      {513, 7168, 7168, 1, 136, 4, GemmPath::kPersistent, 1},   // 224 tiles, 2 per SM, against 280: 3
+      {1024, 7168, 7168, 1, 128, 8, GemmPath::kPersistent, 1},
+      {1025, 7168, 7168, 1, 128, 9, GemmPath::kPersistent, 1},  // 504 or 448 tiles: 4 per SM either way
+      {2049, 7168, 7168, 1, 128, 17, GemmPath::kPersistent, 1}, // 896 tiles (7 per SM) against 952 (8): 7% less
+      {4096, 4096, 4096, 1, 128, 32, GemmPath::kPersistent, 1}, // 31 x 32 tiles of 136: still 8 per SM
+      {8192, 8192, 8192, 1, 128, 64, GemmPath::kPersistent, 1}, // 30 x 136 against 32 x 128: 0.4% less
+      // the GPU tests' shapes (tests/test_gpu_ops.py, "the 136-token tile")
+      {129, 2048, 8192, 1, 136, 1, GemmPath::kPredecoded, 8},   // 16 tiles, clusters of 8
+      {136, 2048, 8192, 3, 136, 1, GemmPath::kPredecoded, 2},   // 48 tiles
+      {272, 2000, 4096, 1, 136, 2, GemmPath::kPredecoded, 4},   // 32 tiles
+      {257, 7168, 2048, 1, 136, 2, GemmPath::kPredecoded, 1},   // 112 tiles (128 wide: 168, persistent)
+      {257, 4000, 2048, 3, 136, 2, GemmPath::kPersistent, 1},   // 192 tiles, 2 per SM, against 288: 3
+      {1025, 4096, 2048, 1, 136, 8, GemmPath::kPersistent, 1},  // 256 tiles against 288
+      {1030, 2000, 2080, 2, 136, 8, GemmPath::kPersistent, 1},  // 256 tiles against 288
+      {137, 2048, 8192, 1, 128, 2, GemmPath::kPredecoded, 4},
+      {200, 4096, 4096, 1, 128, 2, GemmPath::kPredecoded, 2},
+  };
+  for (const TileWant& w : wants) {
+    for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
+      const GemmPlan g = plan_gemm(dense(w.M, w.N, w.K, w.L, layout), dev, SIZE_MAX);
+      CHECK(g.unsupported == nullptr && g.tile_x == w.tile_x && g.tiles_x == w.tiles_x && g.path == w.path &&
+                g.splits == w.splits,
+            "%lldx%lldx%lld L=%lld: tile %d, %lld token tiles, %s, splits %d (want %d, %lld, %s, %d)",
+            static_cast<long long>(w.M), static_cast<long long>(w.N), static_cast<long long>(w.K),
+            static_cast<long long>(w.L), g.tile_x, static_cast<long long>(g.tiles_x), path_name(g.path), g.splits,
+            w.tile_x, static_cast<long long>(w.tiles_x), path_name(w.path), w.splits);
+      const int64_t tiles = (w.N + 127) / 128 * w.tiles_x * w.L;
+      CHECK(g.tiles == tiles && g.x_box_rows == w.tile_x, "tiles %lld, box %d", static_cast<long long>(g.tiles),
+            g.x_box_rows);
+      if (g.path == GemmPath::kPredecoded)
+        CHECK(g.grid[0] == static_cast<uint32_t>((w.N + 127) / 128 * w.splits) && g.grid[1] == w.tiles_x &&
+                  g.grid[2] == w.L,
+              "grid %u %u %u", g.grid[0], g.grid[1], g.grid[2]);
+      CHECK(g.workspace_bytes == token_workspace_bytes(w.M, w.K, w.L), "workspace %zu", g.workspace_bytes);
+    }
+  }
+  // the wide instance's own cluster capacity decides its split: M = 129 with 2-CTA clusters
+  // of the 136-token kernel that do not all fit (40 of 56) runs 56 lone CTAs of 56 blocks,
+  // no better than 112 of the 128-token tile: the narrower tile
+  {
+    GemmDeviceNumbers d = dev;
+    d.predecoded_wide_clusters[2] = 40;
+    const GemmPlan g = plan_gemm(dense(129, 7168, 7168), d, SIZE_MAX);
+    CHECK(g.tile_x == 128 && g.splits == 1 && g.tiles_x == 2, "tile %d splits %d", g.tile_x, g.splits);
+  }
+  // fewer SMs (114, H100 PCIe): M = 129 still one 136-token tile, split 2
+  {
+    GemmDeviceNumbers d = dev;
+    d.sm_count = 114;
+    const GemmPlan g = plan_gemm(dense(129, 7168, 7168), d, SIZE_MAX);
+    CHECK(g.tile_x == 136 && g.splits == 2, "114 SMs: tile %d splits %d", g.tile_x, g.splits);
+  }
+  // the fused kernel keeps the 128-token tile: M = 129 without workspace
+  {
+    const GemmPlan g = plan_gemm(dense(129, 7168, 7168), dev, 0);
+    CHECK(g.path == GemmPath::kFused && g.tile_x == 128 && g.tiles_x == 2, "fused: tile %d", g.tile_x);
+  }
+  CHECK(token_box_rows(129, kTileXWide) == 136 && token_box_rows(300, kTileXWide) == 136 &&
+            token_box_rows(129) == 128 && token_box_rows(65) == 72,
+        "token boxes");
+}
+
 int main() {
   std::mt19937_64 rng(20261125);
   test_support();
@@ -549,5 +664,6 @@ int main() {
   test_invariants(rng);
   test_decode_route();
   test_packed();
+  test_token_tile();
   return check_summary();
 }

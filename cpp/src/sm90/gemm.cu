@@ -11,7 +11,9 @@
 //     (K >= 2048) and the caller gave the token workspace: the token pass
 //     (kernel/token_predecode.cuh) decodes the tokens once into fp16, the GEMM decodes only
 //     the weights; where every tile has one CTA and tiles outnumber SMs, its persistent form
-//     (kernel/gemm_persistent.cuh).
+//     (kernel/gemm_persistent.cuh). Both in two token-tile widths: 128, and 136 where that
+//     needs fewer tiles for less work (gemm_plan.hpp choose_token_tile: e.g. M = 129..136
+//     in one tile instead of two).
 // This file encodes the tensor maps (tma.hpp), fills the kernel parameters, and launches
 // (launch.hpp): the token pass and the pre-decoded GEMM as programmatic dependents (PDL),
 // the fused GEMM too. The kernels of this translation unit stay together: ptxas's schedule
@@ -41,16 +43,36 @@ namespace nvfp4::sm90 {
 namespace {
 
 using Mainloop = MainloopRS;
-using MainloopPre = MainloopRSPredecoded;
+using MainloopPre = MainloopRSPredecodedT<kTileX>;
+using MainloopPreWide = MainloopRSPredecodedT<kTileXWide>;
 
 static_assert(Mainloop::kBlockW == kTileW && Mainloop::kBlockX == kTileX && Mainloop::kBlockK == kBlockK &&
                   MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX && MainloopPre::kBlockK == kBlockK,
               "gemm_plan.hpp's tile is the kernels' tile");
-static_assert(Mainloop::kStages == kFusedStages && MainloopPre::kStages == kPredecodedStages, "ring stages");
+static_assert(kTileX == kTokenTile && kTileXWide == kTokenTileWide && MainloopPreWide::kBlockW == kTileW &&
+                  MainloopPreWide::kBlockX == kTileXWide && MainloopPreWide::kBlockK == kBlockK,
+              "gemm_plan.hpp's wide tile is the wide kernels' tile");
+static_assert(Mainloop::kStages == kFusedStages && MainloopPre::kStages == kPredecodedStages &&
+                  MainloopPreWide::kStages == kPredecodedStages,
+              "ring stages");
 static_assert(Mainloop::kPackedRow == kFp4BoxBytes && Mainloop::kSfTmaCols == kSfBoxCols, "TMA boxes (tma.cu)");
 
 constexpr size_t kSmemFused = dynamic_smem_bytes<Mainloop::SharedStorage>();
 constexpr size_t kSmemPre = dynamic_smem_bytes<MainloopPre::SharedStorage>();
+constexpr size_t kSmemPreWide = dynamic_smem_bytes<MainloopPreWide::SharedStorage>();
+
+// The pre-decoded kernels of one token-tile width.
+struct PredecodedKernels {
+  const void* tiled;       // kernel/gemm_predecoded.cuh
+  const void* persistent;  // kernel/gemm_persistent.cuh
+  size_t smem;
+};
+template <int kTileXT>
+PredecodedKernels predecoded_kernels() {
+  return {reinterpret_cast<const void*>(nvfp4_sm90_gemm_predecoded_kernel<kTileXT>),
+          reinterpret_cast<const void*>(nvfp4_sm90_gemm_persistent_kernel<kTileXT>),
+          dynamic_smem_bytes<typename MainloopRSPredecodedT<kTileXT>::SharedStorage>()};
+}
 
 using FusedKernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, CUtensorMap, GemmParams);
 constexpr FusedKernelFn kFusedPromoted = nvfp4_sm90_gemm_kernel<AccumulatorPromotion::kBlocks>;
@@ -58,13 +80,13 @@ constexpr FusedKernelFn kFusedShortChain = nvfp4_sm90_gemm_kernel<0>;
 
 // ---- device numbers of the plan ----------------------------------------------------------
 
-enum ClusterKernel { kClusterFused = 0, kClusterPredecoded = 1 };
+enum ClusterKernel { kClusterFused = 0, kClusterPredecoded = 1, kClusterPredecodedWide = 2 };
 
 // Clusters of `splits` CTAs of that kernel that can be resident at once (cached per
 // device; a failed query counts as "no limit"). The kernels' shared-memory limits must be
 // raised first (opt_in_gemm_smem).
 int cluster_capacity(ClusterKernel kernel_id, int splits, int device) {
-  static std::atomic<int> cache[2][kMaxSplits + 1][16];  // 0 = not queried yet, else value + 1
+  static std::atomic<int> cache[3][kMaxSplits + 1][16];  // 0 = not queried yet, else value + 1
   const bool cacheable = device >= 0 && device < 16;
   if (cacheable) {
     const int v = cache[kernel_id][splits][device].load(std::memory_order_relaxed);
@@ -72,10 +94,11 @@ int cluster_capacity(ClusterKernel kernel_id, int splits, int device) {
   }
   const bool fused = kernel_id == kClusterFused;
   // (both fused instances have the same threads, shared memory and register cap)
-  const void* kernel = fused ? reinterpret_cast<const void*>(kFusedPromoted)
-                             : reinterpret_cast<const void*>(nvfp4_sm90_gemm_predecoded_kernel);
+  const PredecodedKernels pre =
+      kernel_id == kClusterPredecodedWide ? predecoded_kernels<kTileXWide>() : predecoded_kernels<kTileX>();
+  const void* kernel = fused ? reinterpret_cast<const void*>(kFusedPromoted) : pre.tiled;
   const int n = max_active_clusters(kernel, static_cast<unsigned>(fused ? Mainloop::kThreads : MainloopPre::kThreads),
-                                    fused ? kSmemFused : kSmemPre, splits);
+                                    fused ? kSmemFused : pre.smem, splits);
   if (cacheable) cache[kernel_id][splits][device].store(n + 1, std::memory_order_relaxed);
   return n;
 }
@@ -85,8 +108,10 @@ nvfp4_status_t opt_in_gemm_smem(int device) {
   return opt_in_smem(done, device,
                      {{reinterpret_cast<const void*>(kFusedPromoted), kSmemFused},
                       {reinterpret_cast<const void*>(kFusedShortChain), kSmemFused},
-                      {reinterpret_cast<const void*>(nvfp4_sm90_gemm_predecoded_kernel), kSmemPre},
-                      {reinterpret_cast<const void*>(nvfp4_sm90_gemm_persistent_kernel), kSmemPre}});
+                      {predecoded_kernels<kTileX>().tiled, kSmemPre},
+                      {predecoded_kernels<kTileX>().persistent, kSmemPre},
+                      {predecoded_kernels<kTileXWide>().tiled, kSmemPreWide},
+                      {predecoded_kernels<kTileXWide>().persistent, kSmemPreWide}});
 }
 
 nvfp4_status_t device_numbers(const Exec& exec, GemmDeviceNumbers* d) {
@@ -98,6 +123,8 @@ nvfp4_status_t device_numbers(const Exec& exec, GemmDeviceNumbers* d) {
   for (int s = 0; s <= kMaxSplits; ++s) {
     d->fused_clusters[s] = s < 2 ? kNoClusterLimit : cluster_capacity(kClusterFused, s, exec.device);
     d->predecoded_clusters[s] = s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecoded, s, exec.device);
+    d->predecoded_wide_clusters[s] =
+        s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecodedWide, s, exec.device);
   }
   return NVFP4_SUCCESS;
 }
@@ -224,10 +251,19 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
     st = launch_token_predecode(p.a, p.sfa, p.M, p.K, p.L, exec.workspace, exec);
     if (st != NVFP4_SUCCESS) return st;
   }
+  static_assert(MainloopPre::kThreads == MainloopPreWide::kThreads, "one block shape");
   shape.block = dim3(MainloopPre::kThreads, 1, 1);
+  using PreKernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, GemmParams);
+  const bool persistent = plan.path == GemmPath::kPersistent;
+  if (plan.tile_x == kTileXWide) {
+    shape.smem = kSmemPreWide;
+    return launch(persistent ? PreKernelFn{nvfp4_sm90_gemm_persistent_kernel<kTileXWide>}
+                             : PreKernelFn{nvfp4_sm90_gemm_predecoded_kernel<kTileXWide>},
+                  shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
+  }
   shape.smem = kSmemPre;
-  return launch(plan.path == GemmPath::kPersistent ? nvfp4_sm90_gemm_persistent_kernel
-                                                   : nvfp4_sm90_gemm_predecoded_kernel,
+  return launch(persistent ? PreKernelFn{nvfp4_sm90_gemm_persistent_kernel<kTileX>}
+                           : PreKernelFn{nvfp4_sm90_gemm_predecoded_kernel<kTileX>},
                 shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
 }
 

@@ -3,9 +3,10 @@
 // fp16/bf16/fp32 -> coalesced global stores (vectorized when the output rows are
 // contiguous and aligned, else scalar; tails predicated).
 //
-// Every CTA stages its 128x128 fp32 tile as [token][weight row] (row pitch 132
+// Every CTA stages its 128 x X fp32 tile (X = kTileXT tokens: 128, or 136 for the dense
+// GEMM's wide instance, mainloop_rs_predecoded.cuh) as [token][weight row] (row pitch 132
 // floats: the wgmma fragment stores are bank-conflict free), then after a cluster
-// barrier CTA `rank` reduces tokens [rank*128/S, (rank+1)*128/S) over the S tiles in
+// barrier CTA `rank` reduces tokens [rank*X/S, (rank+1)*X/S) over the S tiles in
 // a fixed order (deterministic) and writes them. A second cluster barrier keeps
 // every tile alive until all remote reads are done.
 #pragma once
@@ -19,19 +20,21 @@
 
 namespace nvfp4::sm90 {
 
-struct EpilogueClusterReduce {
-  static constexpr int kTileW = 128, kTileX = 128;
+template <int kTileXT>
+struct EpilogueClusterReduceT {
+  static constexpr int kTileW = 128, kTileX = kTileXT;
+  static constexpr int kAccRegs = kTileX / 2;  // a consumer thread's wgmma fragment (fp32 values)
   static constexpr int kPitch = kTileW + 4;  // floats
   static constexpr int kSmemBytes = kTileX * kPitch * 4;
 
-  // Consumer thread (ctid 0..255) writes its 64x128 wgmma fragment.
-  static __device__ __forceinline__ void stage_fragment(float* tile, int ctid, const float (&acc)[64]) {
+  // Consumer thread (ctid 0..255) writes its 64 x kTileX wgmma fragment.
+  static __device__ __forceinline__ void stage_fragment(float* tile, int ctid, const float (&acc)[kAccRegs]) {
     const int cw = ctid >> 5, lane = ctid & 31;
     const int r0 = (cw >> 2) * 64 + (cw & 3) * 16 + (lane >> 2);
     const int t = lane & 3;
     const uint32_t base = ptx::smem_u32(tile);
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < kTileX / 8; ++j) {
       const int x = 8 * j + 2 * t;
       ptx::sts_f32(base + 4u * (x * kPitch + r0), acc[4 * j + 0]);
       ptx::sts_f32(base + 4u * ((x + 1) * kPitch + r0), acc[4 * j + 1]);
@@ -108,7 +111,8 @@ struct EpilogueClusterReduce {
   // 222-232 µs, 8192^3 1734-1849 -> 1650-1708 (H100, bench/NOTES.md "the persistent
   // kernel's fragment stores").
   template <class H>
-  static __device__ __forceinline__ void store_fragment_pairs(const GemmParams& p, int ctid, const float (&acc)[64],
+  static __device__ __forceinline__ void store_fragment_pairs(const GemmParams& p, int ctid,
+                                                              const float (&acc)[kAccRegs],
                                                               int64_t w0, int64_t x0, int32_t l, float alpha) {
     const int cw = ctid >> 5, lane = ctid & 31;
     const int r0 = (cw >> 2) * 64 + (cw & 3) * 16 + (lane >> 2);
@@ -118,7 +122,7 @@ struct EpilogueClusterReduce {
            (x0 + 2 * t + odd) * p.c_row_stride + (w0 + r0 - odd);
     const int64_t step = 8 * p.c_row_stride;  // next j: 8 tokens on
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < kTileX / 8; ++j) {
 #pragma unroll
       for (int h = 0; h < 2; ++h) {  // rows r0 + 8h
         const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];  // tokens m, m + 1
@@ -130,12 +134,12 @@ struct EpilogueClusterReduce {
     }
   }
 
-  // Consumer thread ctid: its 64x128 wgmma fragment straight to C (no shared memory, no
+  // Consumer thread ctid: its 64 x kTileX wgmma fragment straight to C (no shared memory, no
   // barrier: the persistent kernel's producer is already filling the ring with the next
   // tile). Interior tiles with aligned contiguous rows by pairs (above); otherwise one
   // store per output, predicated (per store instruction a warp writes 8 consecutive weight
   // rows (n) of 4 tokens).
-  static __device__ __forceinline__ void store_fragment(const GemmParams& p, int ctid, const float (&acc)[64],
+  static __device__ __forceinline__ void store_fragment(const GemmParams& p, int ctid, const float (&acc)[kAccRegs],
                                                         int64_t w0, int64_t x0, int32_t l, float alpha) {
     if (p.c_vec4 && x0 + kTileX <= p.M && w0 + kTileW <= p.N) {  // (uniform over the CTA)
       if (p.c_dtype == 4 /*fp16*/) {
@@ -154,7 +158,7 @@ struct EpilogueClusterReduce {
     const int t = lane & 3;
     const int64_t cbase = static_cast<int64_t>(l) * p.c_batch_stride;
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
+    for (int j = 0; j < kTileX / 8; ++j) {
 #pragma unroll
       for (int e = 0; e < 4; ++e) {
         const int64_t m = x0 + 8 * j + 2 * t + (e & 1), n = w0 + r0 + 8 * (e >> 1);
@@ -171,8 +175,8 @@ struct EpilogueClusterReduce {
     return make_float4(__uint_as_float(o.x), __uint_as_float(o.y), __uint_as_float(o.z), __uint_as_float(o.w));
   }
 
-  // This CTA's rows of the tile (rank * 128 / S .. (rank + 1) * 128 / S; S need not divide
-  // 128), summed over the S split tiles in rank order (deterministic), scaled and stored.
+  // This CTA's rows of the tile (rank * kTileX / S .. (rank + 1) * kTileX / S; S need not
+  // divide kTileX), summed over the S split tiles in rank order (deterministic), scaled and stored.
   // S > 0: the split count at compile time, so a unit's S loads (S - 1 of them remote) are
   // all issued before the first add, and the DSMEM loads of two unrolled units may go out
   // together; with S a run-time loop bound they went out one at a time (together with alpha
@@ -263,5 +267,8 @@ struct EpilogueClusterReduce {
     if (!solo) ptx::cluster_sync_relaxed();
   }
 };
+
+// The 128-token tile's epilogue (every kernel of the family; the dual epilogue builds on it).
+using EpilogueClusterReduce = EpilogueClusterReduceT<128>;
 
 }  // namespace nvfp4::sm90

@@ -9,9 +9,10 @@
 //        lanes fetch the scales by cp.async / plain loads where TMA alignment rules
 //        forbid it). Warps 1..3 only join the epilogue.
 //   WG1, WG2 (setmaxnreg 224): consumers, 64 weight rows each, weight fragments decoded
-//        into registers (RS wgmma m64n128k16); the decode of block i+1 runs while the
-//        wgmma group of block i is in flight; the accumulator is promoted every few K
-//        blocks into a round-to-nearest fp32 sum (accumulator_promotion.cuh).
+//        into registers (RS wgmma m64nXk16, X = the token tile, 128 or 136); the decode of
+//        block i+1 runs while the wgmma group of block i is in flight; the accumulator is
+//        promoted every few K blocks into a round-to-nearest fp32 sum
+//        (accumulator_promotion.cuh).
 // A ring stage is released when the wgmma that read its token tile has completed.
 // run_producer / run_segment continue the ring across calls, so one CTA can compute
 // several K ranges of different tiles in turn (the persistent kernel; a stream-K kernel
@@ -46,12 +47,60 @@
 
 namespace nvfp4::sm90 {
 
-struct MainloopRSPredecoded {
+// Token tile widths (tokens per CTA tile, the wgmma N) of the pre-decoded kernels.
+//  128: every kernel of the family (GEMM, persistent GEMM, dual, grouped, packed MoE).
+//  136: the dense GEMM's second instance, for M just above a multiple of 128 (gemm_plan.hpp
+//       choose_token_tile): M = 129 needs two 128-token tiles, i.e. twice the MMA and
+//       decode work of M = 128 (H100, N = K = 7168: 69.8 against 31.6 µs), but one
+//       136-token tile. Why 136 and not wider: the consumer's registers (the accumulator
+//       and the promoted sum are X/2 floats each, plus 64 for the two fragment sets: 192 of
+//       the 224 at X = 128, 200 at 136, 208 at 144, 224 at 160) and shared memory (a 5-stage
+//       ring is 210 KB at 128, 220 KB at 136; 144 would need 4 stages to fit 227 KB).
+constexpr int kTokenTile = 128;
+constexpr int kTokenTileWide = 136;
+
+// D(64x136 f32) = A(64x16 f16, registers) * B(16x136 f16, smem, K-major) + (scale_d ? D : 0),
+// the n136 form of ptx::wgmma_m64n128k16_rs (f16 wgmma takes any N that is a multiple of 8).
+__device__ __forceinline__ void wgmma_m64n136k16_rs(float (&d)[68], uint32_t a0, uint32_t a1, uint32_t a2,
+                                                    uint32_t a3, uint64_t desc_b, uint32_t scale_d) {
+  asm volatile(
+      "{\n"
+      ".reg .pred p;\n"
+      "setp.ne.b32 p, %73, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n136k16.f32.f16.f16 "
+      "{%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67}, "
+      "{%68, %69, %70, %71}, %72, p, 1, 1, 0;\n"
+      "}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
+        "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
+        "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]),
+        "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]),
+        "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]),
+        "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]),
+        "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]),
+        "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), "+f"(d[56]), "+f"(d[57]),
+        "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), "+f"(d[64]),
+        "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(scale_d));
+}
+
+// kTileX = tokens per tile (kTokenTile or kTokenTileWide): the wgmma N, the token TMA box's
+// rows (at most), the accumulator's size (kTileX / 2 floats per consumer thread).
+template <int kTileX>
+struct MainloopRSPredecodedT {
+  static_assert(kTileX == kTokenTile || kTileX == kTokenTileWide, "a token tile with a wgmma wrapper");
   static constexpr int kBlockW = 128;
-  static constexpr int kBlockX = 128;
+  static constexpr int kBlockX = kTileX;
+  static constexpr int kAccRegs = kBlockX / 2;  // fp32 accumulator values per consumer thread
   static constexpr int kBlockK = 128;
   static constexpr int kPackedRow = kBlockK / 2;
   static constexpr int kSfRow = kBlockK / 16;
+  // 5 stages at either width: a stage is 42 KB (32 KB of tokens) at 128 tokens, 44 KB at
+  // 136; 5 x 44 KB + barriers + the 1 KB alignment = 222 KB <= 227 KB (static_assert below).
   static constexpr int kStages = 5;
   // Every consumer lane arrives on the empty barrier (its own reads released by its own
   // arrive). With one arrive per warp after __syncwarp, racecheck reported a hazard
@@ -78,6 +127,7 @@ struct MainloopRSPredecoded {
     uint64_t full[kStages];
     uint64_t empty[kStages];
   };
+  static_assert(sizeof(SharedStorage) + 1024 <= 227 * 1024, "the ring fits Hopper's 227 KB per block");
 
   struct TmaDescs {
     const void* w;
@@ -194,13 +244,46 @@ struct MainloopRSPredecoded {
     decode_w_fragments(w.a, w.b, w.sa, w.sb, f);
   }
 
+  // total += acc after wgmma.wait_group 0 (AccumulatorPromotion::promote at kTileX / 2 values).
+  static __device__ __forceinline__ void promote(float (&total)[kAccRegs], float (&acc)[kAccRegs]) {
+    if constexpr (kAccRegs == 64) {
+      AccumulatorPromotion::promote(total, acc);
+    } else {
+#pragma unroll
+      for (int k = 0; k < kAccRegs; ++k) ptx::fence_reg(acc[k]);
+#pragma unroll
+      for (int k = 0; k < kAccRegs; ++k) total[k] += acc[k];
+    }
+  }
+
+  // One wgmma group (MainloopRS::issue_block at the tile's N): block `f` of fragments
+  // against the token tile at xbase, committed.
+  static __device__ __forceinline__ void issue_block(float (&acc)[kAccRegs], uint32_t (&f)[32], uint32_t xbase,
+                                                     bool fresh) {
+    if constexpr (kBlockX == kTokenTile) {
+      MainloopRS::issue_block<kXAtomBytes>(acc, f, xbase, fresh);
+    } else {
+#pragma unroll
+      for (int k = 0; k < 32; ++k) ptx::fence_reg(f[k]);
+      ptx::wgmma_fence();
+      const uint64_t desc0 = ptx::smem_desc_sw128(xbase);
+#pragma unroll
+      for (int ks = 0; ks < 8; ++ks) {
+        const uint32_t off = (ks >> 2) * kXAtomBytes + (ks & 3) * 32;
+        wgmma_m64n136k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
+                            ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
+      }
+      ptx::wgmma_commit();
+    }
+  }
+
   // wgmma of local block i with fragments `cur`; then, with up to kFragBuffers-1
   // groups still in flight, decode block i+1 into `nxt` (last read by block
   // i+1-kFragBuffers, whose group has completed by then).
   // `total` receives each finished promotion chain (accumulator_promotion.cuh).
   static __device__ __forceinline__ void consumer_step(SharedStorage& s, ConsumerState& c, int i, int nkb,
-                                                       float (&acc)[64], float (&total)[64], uint32_t (&cur)[32],
-                                                       uint32_t (&nxt)[32]) {
+                                                       float (&acc)[kAccRegs], float (&total)[kAccRegs],
+                                                       uint32_t (&cur)[32], uint32_t (&nxt)[32]) {
     using Promo = AccumulatorPromotion;
     const int ms = c.mstage;
     const uint32_t xbase = c.ring0 + ms * static_cast<uint32_t>(sizeof(Stage)) + offsetof(Stage, x);
@@ -210,9 +293,9 @@ struct MainloopRSPredecoded {
     const bool fresh = Promo::chain_start(i);
     if (fresh && i > 0) {
       ptx::wgmma_wait<0>();
-      Promo::promote(total, acc);
+      promote(total, acc);
     }
-    MainloopRS::issue_block<kXAtomBytes>(acc, cur, xbase, fresh);
+    issue_block(acc, cur, xbase, fresh);
     const bool more = i + 1 < nkb;
     MainloopRS::WRaw w{};
     if (more) w = fetch_w(s, c);  // block i+1's bytes while the older group finishes
@@ -236,17 +319,16 @@ struct MainloopRSPredecoded {
   // "a branch-free steady consumer step"). A separate function rather than compile-time
   // flags on consumer_step: that form compiled to ~50 more instructions per four blocks.
   template <bool kFresh>
-  static __device__ __forceinline__ void consumer_step_steady(SharedStorage& s, ConsumerState& c, float (&acc)[64],
-                                                              float (&total)[64], uint32_t (&cur)[32],
-                                                              uint32_t (&nxt)[32]) {
-    using Promo = AccumulatorPromotion;
+  static __device__ __forceinline__ void consumer_step_steady(SharedStorage& s, ConsumerState& c,
+                                                              float (&acc)[kAccRegs], float (&total)[kAccRegs],
+                                                              uint32_t (&cur)[32], uint32_t (&nxt)[32]) {
     const int ms = c.mstage;
     const uint32_t xbase = c.ring0 + ms * static_cast<uint32_t>(sizeof(Stage)) + offsetof(Stage, x);
     if constexpr (kFresh) {
       ptx::wgmma_wait<0>();
-      Promo::promote(total, acc);
+      promote(total, acc);
     }
-    MainloopRS::issue_block<kXAtomBytes>(acc, cur, xbase, kFresh);
+    issue_block(acc, cur, xbase, kFresh);
     const MainloopRS::WRaw w = fetch_w(s, c);
     ptx::wgmma_wait<kFragBuffers - 1>();
 #pragma unroll
@@ -263,8 +345,8 @@ struct MainloopRSPredecoded {
       AccumulatorPromotion::kBlocks > kFragBuffers ? AccumulatorPromotion::kBlocks : kFragBuffers;
   static_assert(kFragBuffers == 2 && kSteadyGroup % kFragBuffers == 0, "whole fragment-buffer cycles");
   template <int U>
-  static __device__ __forceinline__ void steady_group(SharedStorage& s, ConsumerState& c, float (&acc)[64],
-                                                      float (&total)[64], uint32_t (&f)[kFragBuffers][32]) {
+  static __device__ __forceinline__ void steady_group(SharedStorage& s, ConsumerState& c, float (&acc)[kAccRegs],
+                                                      float (&total)[kAccRegs], uint32_t (&f)[kFragBuffers][32]) {
     if constexpr (U < kSteadyGroup) {
       constexpr bool kFresh = AccumulatorPromotion::kBlocks > 0 && U % AccumulatorPromotion::kBlocks == 0;
       consumer_step_steady<kFresh>(s, c, acc, total, f[U % kFragBuffers], f[(U + 1) % kFragBuffers]);
@@ -281,17 +363,17 @@ struct MainloopRSPredecoded {
   }
 
   // Local blocks 0..nkb-1 (global K blocks kb0..) of one output tile, continuing at the
-  // ring position in `c`; out = this thread's 64x128 fp32 fragment of that K range. The
+  // ring position in `c`; out = this thread's 64 x kTileX fp32 fragment of that K range. The
   // ring stage of the last block is released at the end (a CTA may go on with another
   // segment).
   static __device__ __forceinline__ void run_segment(SharedStorage& s, ConsumerState& c, int32_t kb0, int32_t nkb,
-                                                     float (&out)[64]) {
+                                                     float (&out)[kAccRegs]) {
     c.kb = kb0;
-    float acc[64];  // wgmma accumulator (one promotion chain); out = promoted sum
+    float acc[kAccRegs];  // wgmma accumulator (one promotion chain); out = promoted sum
 #pragma unroll
-    for (int k = 0; k < 64; ++k) acc[k] = 0.0f;
+    for (int k = 0; k < kAccRegs; ++k) acc[k] = 0.0f;
 #pragma unroll
-    for (int k = 0; k < 64; ++k) out[k] = 0.0f;
+    for (int k = 0; k < kAccRegs; ++k) out[k] = 0.0f;
     uint32_t f[kFragBuffers][32];  // only compile-time indices (unrolled below)
     if (nkb > 0) load_w_fragments(s, c, f[0]);
     // head (block 0 releases no stage), steady groups (every block has a successor), tail
@@ -308,11 +390,11 @@ struct MainloopRSPredecoded {
     ptx::wgmma_wait<0>();
     if constexpr (AccumulatorPromotion::kBlocks == 0) {
 #pragma unroll
-      for (int k = 0; k < 64; ++k) ptx::fence_reg(acc[k]);
+      for (int k = 0; k < kAccRegs; ++k) ptx::fence_reg(acc[k]);
 #pragma unroll
-      for (int k = 0; k < 64; ++k) out[k] = acc[k];
+      for (int k = 0; k < kAccRegs; ++k) out[k] = acc[k];
     } else if (nkb > 0) {
-      AccumulatorPromotion::promote(out, acc);  // the last chain
+      promote(out, acc);  // the last chain
     }
     if (nkb > 0) {  // the last block's stage (earlier ones were released by consumer_step)
       __syncwarp();
@@ -321,10 +403,13 @@ struct MainloopRSPredecoded {
   }
 
   static __device__ __forceinline__ void run_consumer(SharedStorage& s, const GemmParams& p, int32_t kb0,
-                                                      int32_t nkb, float (&out)[64]) {
+                                                      int32_t nkb, float (&out)[kAccRegs]) {
     ConsumerState c = init_consumer(s, p);
     run_segment(s, c, kb0, nkb, out);
   }
 };
+
+// The family's 128-token instance (dual, grouped and packed MoE kernels use only this one).
+using MainloopRSPredecoded = MainloopRSPredecodedT<kTokenTile>;
 
 }  // namespace nvfp4::sm90

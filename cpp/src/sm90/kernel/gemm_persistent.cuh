@@ -8,6 +8,9 @@
 // (EpilogueClusterReduce::store_fragment): no per-tile launch, prologue, first-load wait or
 // shared-memory epilogue. Why: -2% on large shapes against one CTA per tile (H100).
 //
+// kTileX = tokens per tile, as the pre-decoded kernel (128, or 136 where that needs fewer
+// token tiles: gemm_plan.hpp choose_token_tile).
+//
 // Programmatic dependent launch as the pre-decoded kernel (gemm_predecoded.cuh): warp 0's
 // first weight loads precede griddepcontrol.wait (run_producer); the consumers wait before
 // they read alpha and store C.
@@ -23,14 +26,15 @@
 
 namespace nvfp4::sm90 {
 
-__global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
+template <int kTileX>
+__global__ void __launch_bounds__(MainloopRSPredecodedT<kTileX>::kThreads, 1)
     nvfp4_sm90_gemm_persistent_kernel(const __grid_constant__ CUtensorMap tmap_w,
                                       const __grid_constant__ CUtensorMap tmap_xh,
                                       const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p) {
-  using MainloopPre = MainloopRSPredecoded;
-  using Epilogue = EpilogueClusterReduce;
+  using MainloopPre = MainloopRSPredecodedT<kTileX>;
+  using Epilogue = EpilogueClusterReduceT<kTileX>;
   extern __shared__ uint8_t smem_raw[];
-  MainloopPre::SharedStorage& s = shared_storage<MainloopPre::SharedStorage>(smem_raw);
+  typename MainloopPre::SharedStorage& s = shared_storage<typename MainloopPre::SharedStorage>(smem_raw);
   const int64_t tiles = static_cast<int64_t>(p.tiles_w) * p.tiles_x * p.L;
   auto origin = [&](int64_t t, int64_t& w0, int64_t& x0, int32_t& l) {
     w0 = (t % p.tiles_w) * MainloopPre::kBlockW;
@@ -46,8 +50,8 @@ __global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
   if (threadIdx.x < 128) {
     ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
     if (threadIdx.x < 32) {
-      const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
-      MainloopPre::RingCursor rc;
+      const typename MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
+      typename MainloopPre::RingCursor rc;
 #pragma unroll 1
       for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
         int64_t w0, x0;
@@ -59,7 +63,7 @@ __global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
   } else {
     ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
     const int ctid = threadIdx.x - 128;
-    MainloopPre::ConsumerState c = MainloopPre::init_consumer(s, p);
+    typename MainloopPre::ConsumerState c = MainloopPre::init_consumer(s, p);
     ptx::pdl_wait_primary();  // alpha and C belong to the grids before until then
     const float alpha = load_alpha(p);
 #pragma unroll 1
@@ -67,7 +71,7 @@ __global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
       int64_t w0, x0;
       int32_t l;
       origin(t, w0, x0, l);
-      float sum[64];
+      float sum[MainloopPre::kAccRegs];
       MainloopPre::run_segment(s, c, 0, p.num_kb, sum);
       Epilogue::store_fragment(p, ctid, sum, w0, x0, l, alpha);
     }

@@ -8,6 +8,10 @@
 // the tokens once and reading them as fp16 by TMA is faster (H200: 128x4096x7168 26.4 vs
 // 30.3 µs; 1024..8192 tokens 14-27% faster).
 //
+// kTileX = tokens per tile: 128, or 136 where that needs fewer token tiles (gemm_plan.hpp
+// choose_token_tile: M = 129..136 one tile, split-K over a cluster like M = 128, instead of
+// two; mainloop_rs_predecoded.cuh gives the register and shared-memory budget).
+//
 // One CTA per (output tile, K slice): grid (tiles_w * splits, tiles_x, L), clusters of
 // `splits` CTAs along x reduce their slices through distributed shared memory (split-K,
 // tile_scheduler.cuh). The CTA body is predecoded_tile.cuh: warp 0 produces (weights, their
@@ -29,16 +33,17 @@
 
 namespace nvfp4::sm90 {
 
-static_assert(EpilogueClusterReduce::kSmemBytes <= sizeof(MainloopRSPredecoded::Stage) * MainloopRSPredecoded::kStages,
-              "the epilogue tile reuses the stage ring");
-
-__global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
+template <int kTileX>
+__global__ void __launch_bounds__(MainloopRSPredecodedT<kTileX>::kThreads, 1)
     nvfp4_sm90_gemm_predecoded_kernel(const __grid_constant__ CUtensorMap tmap_w,
                                       const __grid_constant__ CUtensorMap tmap_xh,
                                       const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p) {
-  using MainloopPre = MainloopRSPredecoded;
+  using MainloopPre = MainloopRSPredecodedT<kTileX>;
+  static_assert(
+      EpilogueClusterReduceT<kTileX>::kSmemBytes <= sizeof(typename MainloopPre::Stage) * MainloopPre::kStages,
+      "the epilogue tile reuses the stage ring");
   extern __shared__ uint8_t smem_raw[];
-  MainloopPre::SharedStorage& s = shared_storage<MainloopPre::SharedStorage>(smem_raw);
+  typename MainloopPre::SharedStorage& s = shared_storage<typename MainloopPre::SharedStorage>(smem_raw);
   const TileWork work = cluster_splitk_work(p.splits, p.num_kb);
   const int64_t w0 = static_cast<int64_t>(work.tile_w) * MainloopPre::kBlockW;
   const int64_t x0 = static_cast<int64_t>(work.tile_x) * MainloopPre::kBlockX;
@@ -50,8 +55,8 @@ __global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
   }
   __syncthreads();
 
-  const MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
-  predecoded_tile(s, tm, p,
+  const typename MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
+  predecoded_tile<kTileX>(s, tm, p,
                   PredecodedTileOrigin{w0, x0, x0, work.batch, work.batch, work.batch, work.kb_begin, work.kb_count,
                                        p.splits, work.split});
 }

@@ -5,6 +5,8 @@
 // epilogue reduces the `splits` tiles of the cluster and stores rows x0.. of output batch
 // `lc` (rows < p.M, columns < p.N). Shared by the pre-decoded GEMM kernel (gemm_predecoded.cuh)
 // and the packed MoE kernel (grouped_packed.cu), whose expert tiles differ only in these origins.
+// kTileX = tokens per tile (mainloop_rs_predecoded.cuh: 128, or 136 for the dense GEMM's wide
+// instance); the default is the one every other kernel uses.
 //
 // Programmatic dependent launch: warp 0 loads the first stages' weights before
 // griddepcontrol.wait (run_producer); every other thread waits before it reads alpha
@@ -29,17 +31,18 @@ struct PredecodedTileOrigin {
   int32_t splits, split;  // CTAs of the split-K cluster, and this one's rank
 };
 
-__device__ __forceinline__ void predecoded_tile(MainloopRSPredecoded::SharedStorage& s,
-                                                const MainloopRSPredecoded::TmaDescs& tm, const GemmParams& p,
-                                                const PredecodedTileOrigin& o) {
-  using MainloopPre = MainloopRSPredecoded;
-  using Epilogue = EpilogueClusterReduce;
+template <int kTileX = kTokenTile>
+__device__ __forceinline__ void predecoded_tile(typename MainloopRSPredecodedT<kTileX>::SharedStorage& s,
+                                                const typename MainloopRSPredecodedT<kTileX>::TmaDescs& tm,
+                                                const GemmParams& p, const PredecodedTileOrigin& o) {
+  using MainloopPre = MainloopRSPredecodedT<kTileX>;
+  using Epilogue = EpilogueClusterReduceT<kTileX>;
   float* tile = reinterpret_cast<float*>(&s.ring[0]);
   float alpha;  // read before the main loop (its load latency hides there)
   if (threadIdx.x < 128) {
     ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
     if (threadIdx.x < 32) {
-      MainloopPre::RingCursor rc;
+      typename MainloopPre::RingCursor rc;
       MainloopPre::run_producer(s, tm, p, o.w0, o.x_row, o.lw, o.kb0, o.nkb, rc, o.lx);
     }
     ptx::pdl_wait_primary();  // (warp 0 waited in run_producer already)
@@ -51,7 +54,7 @@ __device__ __forceinline__ void predecoded_tile(MainloopRSPredecoded::SharedStor
     // nothing: their first token tile comes after the same wait
     ptx::pdl_wait_primary();
     alpha = load_alpha(p);
-    float sum[64];
+    float sum[MainloopPre::kAccRegs];
     MainloopPre::run_consumer(s, p, o.kb0, o.nkb, sum);
     ptx::named_barrier_sync(1, MainloopPre::kThreads);
     Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
