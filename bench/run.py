@@ -83,8 +83,9 @@ def build_suites(quick: bool = False, tiny: bool = False) -> list:
         decode = [f"gemm:{m}x{nn}x{kk}" for nn, kk in ((7168, 7168), (4096, 14336), (14336, 4096))
                   for m in ((1, 4, 16, 64) if quick else (1, 2, 4, 8, 16, 32, 64))]
         decode += ["gemm:128x7168x7168", "gemm:129x7168x7168"]
-        # issue 21: top-8 routing over 64 and 128 experts, DeepSeek-like expert shapes
-        moe_route = [(e, t, nk) for e in (64, 128) for t in (16, 128, 1024, 8192)
+        # issues 21 and 22: top-8 routing over 64 and 128 experts, DeepSeek-like expert shapes,
+        # from decode (1..64 tokens: mostly 0-2 rows per expert) to prefill
+        moe_route = [(e, t, nk) for e in (64, 128) for t in (1, 4, 16, 64, 128, 1024, 8192)
                      for nk in ((2048, 7168), (7168, 2048))]
     g, n, k = moe
     return [
@@ -93,7 +94,7 @@ def build_suites(quick: bool = False, tiny: bool = False) -> list:
         ("moe", f"MoE: grouped_gemm_packed, {g} experts, N = {n}, K = {k}, tokens sweep",
          [f"packed:{'+'.join(map(str, moe_split(t, g)))}x{n}x{k}" for t in moe_tokens]),
         ("moe_route", "MoE: grouped_gemm_packed, top-8 routing of T tokens over E experts (ragged, empty experts "
-         "included), (N, K) = (2048, 7168) and (7168, 2048)",
+         "included), (N, K) = (2048, 7168) and (7168, 2048); SOL counts the used experts' bytes",
          [f"packed:{'+'.join(map(str, moe_routing(t, e)))}x{nk[0]}x{nk[1]}" for e, t, nk in moe_route]),
         ("gemv_m", f"gemv, M sweep (K = {gemv_k}, L = 1)", [f"gemv:{m}x{gemv_k}x1" for m in gemv_m]),
         ("gemm_k", f"gemm, K sweep (M = {k_mn[0]}, N = {k_mn[1]})", [f"gemm:{k_mn[0]}x{k_mn[1]}x{kk}" for kk in gemm_k]),

@@ -49,15 +49,29 @@ for be in backends:
     nvfp4.grouped_gemm(ga, gsa, [fp4(72, 64)] * 2, [sf(72, 8)] * 2, backend="auto")
     offs = cp.asarray(np.array([0, 5, 5, 20], dtype=np.int32))
     nvfp4.grouped_gemm_packed(fp4(20, 64), sf(20, 8), fp4(3, 33, 64), sf(3, 33, 8), offs, backend="auto")
+    # the packed MoE decode route (sm90a: gemv/decode_kernel.cuh gemm_decode_moe_kernel): empty experts,
+    # chunks of 8 rows; an expert of 20 rows in chunks of 16 (two token groups); K split over a
+    # cluster of 2 (K = 8192); then a malformed table (decreasing, negative, past total_M)
+    for G, N, K, counts in [(16, 512, 256, (3, 0, 0, 1, 2, 0, 1, 0, 0, 0, 4, 0, 0, 1, 0, 0)),
+                            (16, 512, 256, (20, 0, 1, 12) + (0,) * 12), (8, 1024, 8192, (1, 0, 2, 0, 0, 1, 0, 0))]:
+        T = sum(counts)
+        moe_offs = cp.asarray(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+        nvfp4.grouped_gemm_packed(fp4(T, K // 2), sf(T, K // 16), fp4(G, N, K // 2), sf(G, N, K // 16), moe_offs,
+                                  out_dtype="float32", backend=be)
+    moe_bad = cp.asarray(np.array([0, 9, 3, -5, 2 ** 31 - 1] + [4] * 12, dtype=np.int32))
+    nvfp4.grouped_gemm_packed(fp4(12, 128), sf(12, 16), fp4(16, 512, 128), sf(16, 512, 16), moe_bad, backend=be)
     if be == "sm90a":
         # the pre-decoded GEMM path (token pre-decode pass, TMA box fitted to M < 128, split-K
         # cluster reduction): K slices longer than one unpromoted chain (blocked scales: bulk
         # copies; racecheck found a hazard here until every consumer lane released the ring
         # stages, session 4); then a fused short-chain case with ring reuse, 9 token tiles,
         # L = 2 and a K tail (unaligned scale rows: producer-lane scale stores).
-        # Last two: a lone CTA per tile (splits == 1, 165 tiles): the persistent pre-decoded
-        # kernel and the fused one.
-        for M, N, K, L in [(40, 4096, 16384, 1), (1030, 136, 2080, 2), (300, 7000, 2048, 1), (300, 7000, 1024, 1)]:
+        # Then a lone CTA per tile (splits == 1, 165 tiles): the persistent pre-decoded
+        # kernel and the fused one. Last: the 136-token instance (gemm_plan.hpp
+        # choose_token_tile; 132 SMs): M = 129 in one token tile, clusters of 8 (the run-time
+        # split reduction, 17 token rows per CTA).
+        for M, N, K, L in [(40, 4096, 16384, 1), (1030, 136, 2080, 2), (300, 7000, 2048, 1), (300, 7000, 1024, 1),
+                           (129, 2048, 8192, 1)]:
             a, sa, b, sb = fp4(L, M, K // 2), sf(L, M, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
             nvfp4.gemm(a, nvfp4.swizzle_scales(sa), b, nvfp4.swizzle_scales(sb), sf_layout="blocked", backend=be)
             nvfp4.gemm(a, sa, b, sb, backend=be)

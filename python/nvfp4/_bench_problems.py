@@ -314,14 +314,19 @@ class Grouped(Problem):
         for m in self.ms:
             self.offsets.append(self.offsets[-1] + m)
         self.flops = 2 * self.T * self.N * self.K
-        self.nv_bytes = (self.T + self.G * self.N) * fp4_row_bytes(self.K) + 2 * self.T * self.N \
+        # the weights of the experts with rows only (an empty expert's need not be read: MoE
+        # routing leaves many empty at decode sizes, issue 22); with every M_g > 0, all G
+        self.G_used = sum(1 for m in self.ms if m > 0)
+        self.nv_bytes = (self.T + self.G_used * self.N) * fp4_row_bytes(self.K) + 2 * self.T * self.N \
             + (4 * (self.G + 1) if packed else 0)
 
     spec = property(lambda self: f"{self.op}:{'+'.join(map(str, self.ms))}x{self.N}x{self.K}")
-    label = property(lambda self: f"G={self.G} ΣM={self.T} N={self.N} K={self.K}")
+    label = property(lambda self: f"G={self.G}{'' if self.G_used == self.G else f'({self.G_used})'} "
+                                  f"ΣM={self.T} N={self.N} K={self.K}")
 
     def dims(self):
-        return {"M_g": list(self.ms), "G": self.G, "M_total": self.T, "N": self.N, "K": self.K}
+        return {"M_g": list(self.ms), "G": self.G, "G_used": self.G_used, "M_total": self.T, "N": self.N,
+                "K": self.K}
 
     def make_set(self, h):
         T, G, N, K = self.T, self.G, self.N, self.K

@@ -22,6 +22,7 @@ namespace nvfp4::sm90 {
 // ---------------------------------------------------------------------------
 constexpr int kTileW = 128;   // weight rows (output columns n) per CTA
 constexpr int kTileX = 128;   // tokens (output rows m) per CTA
+constexpr int kTileXWide = 136;  // the pre-decoded kernels' second token tile (choose_token_tile)
 constexpr int kBlockK = 128;  // K elements per ring stage ("K block")
 constexpr int kFusedStages = 5;       // ring stages of the fused kernel (collective/mainloop_rs.cuh)
 constexpr int kPredecodedStages = 5;  // ring stages of the pre-decoded kernels (mainloop_rs_predecoded.cuh)
@@ -133,8 +134,9 @@ inline size_t token_workspace_bytes(int64_t rows, int64_t K, int64_t L) {
 // (H200, N = K = 7168: M = 8 40.5 -> 29.3 µs, M = 32 38.3 -> 30.6 µs with the fitted box;
 // bench/NOTES.md "token TMA box fitted to M"). The rest of the smem tile keeps stale data,
 // which only reaches the output columns of tokens >= M, never stored.
-inline int32_t token_box_rows(int64_t rows) {
-  return rows < kTileX ? static_cast<int32_t>((rows + 7) / 8 * 8) : kTileX;
+// `tile_x`: the kernel's token tile (kTileX, or kTileXWide: M = 129..136 -> a 136-row box).
+inline int32_t token_box_rows(int64_t rows, int32_t tile_x = kTileX) {
+  return rows < tile_x ? static_cast<int32_t>((rows + 7) / 8 * 8) : tile_x;
 }
 
 // ---------------------------------------------------------------------------
@@ -143,11 +145,13 @@ inline int32_t token_box_rows(int64_t rows) {
 
 // Device numbers the plan depends on. clusters[s]: clusters of s CTAs of that kernel that
 // can be resident at once (cudaOccupancyMaxActiveClusters, cached per device by gemm.cu;
-// a failed query counts as "no limit"), for s = 2 .. kMaxSplits.
+// a failed query counts as "no limit"), for s = 2 .. kMaxSplits. predecoded_wide_clusters:
+// the pre-decoded kernel's 136-token instance (more shared memory: 222 against 212 KB).
 struct GemmDeviceNumbers {
   int sm_count = 1;
   int fused_clusters[kMaxSplits + 1] = {};
   int predecoded_clusters[kMaxSplits + 1] = {};
+  int predecoded_wide_clusters[kMaxSplits + 1] = {};
 };
 
 enum class GemmPath : int32_t {
@@ -163,6 +167,7 @@ struct GemmPlan {
   const char* unsupported = nullptr;  // why the sm90a backend leaves the problem (NOT_SUPPORTED)
   GemmPath path = GemmPath::kEmpty;
   int64_t tiles_w = 0, tiles_x = 0;   // output tiles per batch along N and M
+  int32_t tile_x = kTileX;            // tokens per tile: kTileX, or kTileXWide (pre-decoded paths only)
   int64_t tiles = 0;                  // tiles_w * tiles_x * L
   int32_t num_kb = 0;                 // K blocks
   int splits = 1;                     // CTAs per output tile (split-K over a cluster of `splits` x 1 x 1)
@@ -210,6 +215,55 @@ inline int choose_splits_fitting(const int (&clusters)[kMaxSplits + 1], int64_t 
   return s;
 }
 
+// The token tile of the pre-decoded paths. A token tile computes all its kTileX columns
+// whatever M, so M = 128k + 1 costs k + 1 full tiles: M = 129 at N = K = 7168 is 112 tiles
+// on one CTA each (56 K blocks per CTA) against M = 128's 56 tiles split over clusters of 2
+// (28 blocks): 69.8 against 31.6 µs (H100), and no split of 112 tiles does better than
+// 1.71x (bench/NOTES.md "M = 129 vs 128"). The 136-token instance covers M = 129..136 with
+// one tile (257..272 with two, ...), at 136/128 of the MMA work per tile.
+//
+// Model (the MMA-bound worst case of the wider tile; weight decode per tile is the same at
+// both widths, so fewer tiles only help it): the busiest SM's work, in K blocks x token
+// columns: waves of one CTA per SM x blocks per CTA x tile width, for the split and path
+// (persistent or not) each width would get. The wide tile runs where it needs fewer token
+// tiles and the model gives it at least 1/8 less work (kWideTileGain): M = 129 28 x 136
+// against 56 x 128; M = 257 (N = 7168) 56 x 136 against 2 x 56 x 128 (168 tiles > 132 SMs:
+// persistent); M = 513 2 x 56 x 136 against 3 x 56 x 128. Not M = 137 (two tiles at either
+// width), 1025 (448 or 504 tiles: 4 on the busiest SM either way), 2049 (7 x 136 against
+// 8 x 128: 7% less) nor 8192^3 (30 x 136 against 32 x 128: 0.4% less): where the model
+// predicts little, the measured 128-token kernel keeps the shape.
+struct TokenTiling {
+  int32_t tile_x = kTileX;
+  int64_t tiles_x = 0, tiles = 0;
+  int splits = 1;
+  bool persistent = false;
+  int64_t span = 0;  // the model's critical path (above)
+};
+inline TokenTiling token_tiling(const GemmProblem& p, int64_t tiles_w, int32_t num_kb,
+                                const int (&clusters)[kMaxSplits + 1], int sm_count, int32_t tile_x) {
+  TokenTiling t;
+  t.tile_x = tile_x;
+  t.tiles_x = (p.M + tile_x - 1) / tile_x;
+  t.tiles = tiles_w * t.tiles_x * p.L;
+  t.splits = choose_splits_fitting(clusters, t.tiles, num_kb, sm_count);
+  // One CTA per tile and more tiles than SMs: one CTA per SM walks the tiles (-2% on large
+  // shapes, H100).
+  t.persistent = t.splits == 1 && t.tiles > sm_count;
+  const int64_t sms = sm_count > 0 ? sm_count : 1;
+  const int64_t per_sm = t.persistent ? (t.tiles + sms - 1) / sms : (t.tiles * t.splits + sms - 1) / sms;
+  const int64_t blocks = t.persistent ? num_kb : (num_kb + t.splits - 1) / t.splits;
+  t.span = per_sm * blocks * tile_x;
+  return t;
+}
+constexpr int kWideTileGain = 8;  // the wide tile needs span <= (1 - 1/8) x the 128-token tile's
+inline TokenTiling choose_token_tile(const GemmProblem& p, int64_t tiles_w, int32_t num_kb,
+                                     const GemmDeviceNumbers& dev) {
+  const TokenTiling narrow = token_tiling(p, tiles_w, num_kb, dev.predecoded_clusters, dev.sm_count, kTileX);
+  const TokenTiling wide = token_tiling(p, tiles_w, num_kb, dev.predecoded_wide_clusters, dev.sm_count, kTileXWide);
+  const bool gain = wide.span * kWideTileGain <= narrow.span * (kWideTileGain - 1);
+  return wide.tiles_x < narrow.tiles_x && gain ? wide : narrow;
+}
+
 // The plan of gemm(p). `workspace` = bytes of 256-byte aligned workspace the call has
 // (0: none; the workspace query passes SIZE_MAX and reads plan.workspace_bytes).
 inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, size_t workspace) {
@@ -253,12 +307,14 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.splits = fused_splits;
     g.stages = kFusedStages;
   } else {
-    g.splits = choose_splits_fitting(dev.predecoded_clusters, g.tiles, g.num_kb, dev.sm_count);
-    // One CTA per tile and more tiles than SMs: one CTA per SM walks the tiles (-2% on
-    // large shapes, H100).
-    g.path = g.splits == 1 && g.tiles > dev.sm_count ? GemmPath::kPersistent : GemmPath::kPredecoded;
+    const TokenTiling t = choose_token_tile(p, g.tiles_w, g.num_kb, dev);
+    g.tile_x = t.tile_x;
+    g.tiles_x = t.tiles_x;
+    g.tiles = t.tiles;
+    g.splits = t.splits;
+    g.path = t.persistent ? GemmPath::kPersistent : GemmPath::kPredecoded;
     g.stages = kPredecodedStages;
-    g.x_box_rows = token_box_rows(p.M);
+    g.x_box_rows = token_box_rows(p.M, t.tile_x);
     g.workspace_bytes = token_bytes;
   }
   if (g.path == GemmPath::kPersistent) {
@@ -275,6 +331,28 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
 // ---------------------------------------------------------------------------
 // Packed MoE GEMM (grouped_packed.cu)
 // ---------------------------------------------------------------------------
+// Decode route: few rows per expert (decode: top-8 of 1..64 tokens over 64 experts, mostly
+// 0..2 rows each) run the decode-regime kernel with the experts as the batch
+// (gemv/decode_plan.hpp "Packed MoE route"): one CTA group per chunk of <= 16 rows of a
+// non-empty expert, streaming its weights like the GEMV; empty experts read nothing. The tiled
+// kernel below reads each used expert's weights once per 128-row token tile too, but at the
+// pre-decoded GEMM's cost per weight byte whatever the tile holds (H100, moe_route: top-8 of 16
+// tokens over 64 experts, 128 rows, 306 µs = ~2.2x the used experts' bytes at copy speed; the
+// dense decode kernel streams at ~1.6-1.9x). The host knows only total_M and G: the mean rows
+// per expert total_M / G bounds how many chunks re-read an expert. At mean <= 8 the chunks
+// stay within ~1.2x the used experts (top-8 of 64 tokens over 64 experts: 70 chunks of 16 rows
+// for 59 used experts; of 128 tokens: 99 for 62, 1.6x, where the tiled kernel's one tile per
+// expert wins). Rows of weights N * min(G, total_M) >= 4096, as the dense route asks: fewer
+// rows leave too few warp tasks for the SMs. Not tuned on a device yet (bench/NOTES.md
+// "Packed MoE decode route (issue 22)").
+constexpr int64_t kPackedDecodeMeanRows = 8;
+inline bool packed_decode_route(const PackedGroupedGemmProblem& p) {
+  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0) return false;
+  const int64_t used_max = p.total_M < p.G ? p.total_M : p.G;  // experts that can be non-empty
+  return p.total_M <= kPackedDecodeMeanRows * p.G && p.N * used_max >= gemv_detail::kDecodeMinRows &&
+         gemv_detail::decode_moe_unsupported(p) == nullptr;
+}
+
 struct PackedPlan {
   const char* unsupported = nullptr;
   bool empty = false;      // nothing to compute

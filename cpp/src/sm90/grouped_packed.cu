@@ -24,16 +24,26 @@
 // operands; rows may then be skipped (tiles beyond the slot bound are not computed).
 // Kept in its own translation unit: ptxas's schedule of gemm.cu's kernels moves with any
 // kernel added there (bench/NOTES.md "stream-K tail for the persistent kernel").
+//
+// Decode route (few rows per expert: gemm_plan.hpp packed_decode_route): instead of the two
+// kernels above, one launch of the decode-regime kernel with the experts as the batch
+// (gemv/decode_kernel.cuh gemm_decode_moe_kernel, plan gemv/decode_plan.hpp "Packed MoE
+// route"): no token pass, no workspace; each CTA finds its chunk of <= 16 token rows of one
+// expert from the device offsets after griddepcontrol.wait, so empty experts' weights are
+// never read. Same clamping of a malformed table; the linear scales the packed API takes.
 #include <cuda.h>
 #include <cuda_runtime_api.h>
 
 #include <atomic>
 
 #include "../common/cuda_check.hpp"
+#include "../common/device_cache.hpp"
 #include "collective/epilogue_cluster_reduce.cuh"
 #include "collective/mainloop_rs_predecoded.cuh"
 #include "gemm_parts.hpp"
 #include "gemm_plan.hpp"
+#include "gemv/decode_kernel.cuh"
+#include "gemv/kernel_info.hpp"
 #include "kernel/gemm_params.cuh"
 #include "kernel/predecoded_tile.cuh"
 #include "launch.hpp"
@@ -149,9 +159,57 @@ const char* packed_refusal(const PackedGroupedGemmProblem& p, const Exec& exec, 
   return nullptr;
 }
 
+// ---- decode route ----
+using DecodeMoeKernelFn = void (*)(const gemv_detail::DecodeMoeArgs);
+DecodeMoeKernelFn decode_moe_kernel(int nt8) {
+  return nt8 == 1 ? gemv_detail::gemm_decode_moe_kernel<1, false> : gemv_detail::gemm_decode_moe_kernel<2, false>;
+}
+
+// The decode route's launch on this device (take = false: the tiled kernel runs p). The
+// workspace query and the run decide alike (the same problem, the same cached kernel facts).
+nvfp4_status_t moe_decode_route(const PackedGroupedGemmProblem& p, const Exec& exec, gemv_detail::DecodeMoeLaunch* dl,
+                                bool* take) {
+  using namespace gemv_detail;
+  *take = false;
+  if (exec.cc_major != 9 || exec.cc_minor != 0 || !packed_decode_route(p)) return NVFP4_SUCCESS;
+  int sm_count = exec.sm_count;
+  if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
+  const int nt8 = decode_moe_nt8(p.total_M, p.G);
+  static PerDeviceCache<MmaKernelInfo> cache[2];
+  MmaKernelInfo info;
+  const DecodeMoeKernelFn kernel = decode_moe_kernel(nt8);
+  const nvfp4_status_t st = cache[nt8 - 1].get(exec.device, [&exec, kernel](MmaKernelInfo& v) {
+    return query_kernel_info(exec.device, reinterpret_cast<const void*>(kernel), v);
+  }, &info);
+  if (st != NVFP4_SUCCESS) return st;
+  *dl = decode_moe_launch(info, p, sm_count);
+  *take = dl->unsupported == nullptr && dl->nt8 == nt8;
+  return NVFP4_SUCCESS;
+}
+
+nvfp4_status_t launch_decode_route(const PackedGroupedGemmProblem& p, const gemv_detail::DecodeMoeLaunch& dl,
+                                   const Exec& exec) {
+  using namespace gemv_detail;
+  DecodeMoeArgs args = make_decode_moe_args(p);
+  args.d.tile_cap = dl.launch.tile_cap;
+  args.d.cluster_k = dl.launch.kc;
+  args.d.stages_per_cta = dl.launch.stages_per_cta;
+  args.d.groups_per_batch = dl.launch.groups_per_batch;
+  LaunchShape ls;
+  ls.grid = dim3(static_cast<unsigned>(dl.launch.ctas), 1, 1);
+  ls.block = dim3(static_cast<unsigned>(32 * dl.launch.warps), 1, 1);
+  ls.smem = dl.launch.smem_launch;
+  ls.cluster_x = dl.launch.kc > 1 ? static_cast<unsigned>(dl.launch.kc) : 0u;
+  ls.pdl = args.d.pdl != 0;
+  return launch(decode_moe_kernel(dl.nt8), ls, cuda_stream(exec), args);
+}
+
 }  // namespace
 
 size_t grouped_gemm_packed_workspace(const PackedGroupedGemmProblem& p, const Exec& exec) {
+  gemv_detail::DecodeMoeLaunch dl;
+  bool decode = false;
+  if (moe_decode_route(p, exec, &dl, &decode) == NVFP4_SUCCESS && decode) return 0;  // no token workspace
   PackedPlan plan;
   CUtensorMap w, sfw;
   if (packed_refusal(p, exec, &plan, &w, &sfw) != nullptr) return 0;  // the next backend runs it: no scratch
@@ -159,6 +217,13 @@ size_t grouped_gemm_packed_workspace(const PackedGroupedGemmProblem& p, const Ex
 }
 
 nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec& exec) {
+  {
+    gemv_detail::DecodeMoeLaunch dl;
+    bool decode = false;
+    const nvfp4_status_t st = moe_decode_route(p, exec, &dl, &decode);
+    if (st != NVFP4_SUCCESS) return st;
+    if (decode) return launch_decode_route(p, dl, exec);
+  }
   PackedPlan plan;
   CUtensorMap tmap_w, tmap_sfw, tmap_xh;
   if (const char* why = packed_refusal(p, exec, &plan, &tmap_w, &tmap_sfw))

@@ -42,6 +42,11 @@
 // shared memory (deterministic), then a second barrier keeps every CTA's memory alive until
 // all reads are done. Programmatic dependent launch as in the GEMV: nothing that the
 // preceding grid may write is read before griddepcontrol.wait.
+//
+// Packed MoE route (gemm_decode_moe_kernel, launched by grouped_packed.cu): the same body with
+// the experts as the batch; each CTA first finds its chunk of <= 8 NT8 token rows of one
+// expert from the device offsets (after griddepcontrol.wait), so empty experts get no CTA and
+// an expert with more rows than a chunk gets several (decode_plan.hpp "Packed MoE route").
 #pragma once
 
 #include <cuda_bf16.h>
@@ -72,6 +77,79 @@ __device__ __forceinline__ void decode_store(const DecodeArgs& a, int64_t l, int
   }
 }
 
+// Packed MoE route: c[row, n] = v * 2^28 * alpha (alpha: the expert's, read once per CTA).
+__device__ __forceinline__ void decode_store_row(const DecodeArgs& a, int64_t row, int64_t n, float v, float alpha) {
+  const float s = v * 268435456.0f * alpha;
+  const int64_t off = row * a.c_row + n * a.c_col;
+  switch (a.c_dtype) {
+    case static_cast<int32_t>(DType::kFloat16):
+      static_cast<__half*>(a.c)[off] = __float2half_rn(s);
+      break;
+    case static_cast<int32_t>(DType::kBFloat16):
+      static_cast<__nv_bfloat16*>(a.c)[off] = __float2bfloat16_rn(s);
+      break;
+    default:
+      static_cast<float*>(a.c)[off] = s;
+      break;
+  }
+}
+
+// Packed MoE route: slot j of the grid -> the j-th chunk of kRows token rows over the
+// non-empty experts in expert order (expert g's chunks cover rows [b_g, e_g) of the token
+// matrix). Each expert's span is clamped (decode_plan.hpp moe_clamp_span), so a malformed
+// table reads and writes inside the operands. Lane i sums
+// the chunks of experts [i q, i q + q) (q = ceil(G / 32): its loads are independent, one
+// round trip), a warp scan finds the lane whose range holds chunk j, that lane walks its
+// experts again (L1 hits). Called by all 32 lanes; every lane gets the answer. false: j is
+// past the last chunk.
+template <int kRows>
+__device__ __forceinline__ bool moe_find_chunk(const int32_t* offsets, int32_t G, int64_t total, int64_t j,
+                                               int64_t& expert, int64_t& row0, int64_t& rows) {
+  const int lane = threadIdx.x & 31;
+  const int32_t q = (G + 31) / 32;
+  const int32_t g0 = min(G, lane * q), g1 = min(G, g0 + q);
+  auto span = [&](int32_t g, int64_t& b, int64_t& e) {
+    moe_clamp_span(__ldcg(offsets + g), __ldcg(offsets + g + 1), total, b, e);
+  };
+  int64_t n = 0;
+#pragma unroll 4
+  for (int32_t g = g0; g < g1; ++g) {
+    int64_t b, e;
+    span(g, b, e);
+    n += moe_chunks(b, e, kRows);
+  }
+  int64_t inc = n;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const int64_t v = __shfl_up_sync(0xFFFFFFFFu, inc, d);
+    if (lane >= d) inc += v;
+  }
+  const int64_t first = inc - n;
+  const unsigned hit = __ballot_sync(0xFFFFFFFFu, n > 0 && j >= first && j < inc);
+  if (hit == 0) return false;
+  const int src = __ffs(hit) - 1;
+  int64_t x = 0, r = 0, c = 0;
+  if (lane == src) {
+    int64_t k = j - first;
+    for (int32_t g = g0; g < g1; ++g) {
+      int64_t b, e;
+      span(g, b, e);
+      const int64_t nc = moe_chunks(b, e, kRows);
+      if (k < nc) {
+        x = g;
+        r = b + k * kRows;
+        c = min(static_cast<int64_t>(kRows), e - r);
+        break;
+      }
+      k -= nc;
+    }
+  }
+  expert = __shfl_sync(0xFFFFFFFFu, x, src);
+  row0 = __shfl_sync(0xFFFFFFFFu, r, src);
+  rows = __shfl_sync(0xFFFFFFFFu, c, src);
+  return true;
+}
+
 // D(16x8 f32) += A(16x16 f16) * B(16x8 f16).
 __device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                               uint32_t b0, uint32_t b1) {
@@ -84,8 +162,10 @@ __device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32
 
 // Token chunks [t0, t0 + tn) of batch l -> the shared-memory tile at s_tok (layout above);
 // tokens >= M are zeros.
-template <int NT8>
-__device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeArgs& a, int64_t l, int t0, int tn) {
+// kGrouped (the packed MoE route): tokens m < rows are rows row0 + m of the one token matrix.
+template <int NT8, bool kGrouped = false>
+__device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeArgs& a, int64_t l, int t0, int tn,
+                                                  int64_t row0 = 0, int64_t rows = 0) {
   constexpr int kMP = 8 * NT8;
   const uint8_t* xb = a.x + l * a.x_batch;
   const uint8_t* sb = a.sfx + l * a.sfx_batch;
@@ -93,10 +173,15 @@ __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeAr
   for (int idx = threadIdx.x; idx < tn * kMP; idx += blockDim.x) {
     const int m = idx / tn, c = idx - m * tn;  // consecutive threads: consecutive chunks of a token
     uint32_t out[16];
-    if (m < a.M) {
+    if (kGrouped ? m < rows : m < a.M) {
+      int64_t r;  // the token's row
+      if constexpr (kGrouped)
+        r = row0 + m;
+      else
+        r = m;
       const int64_t cg = static_cast<int64_t>(t0) + c;
-      const uint4 q = __ldg(reinterpret_cast<const uint4*>(xb + m * a.x_row + cg * 16));
-      const uint32_t two = ld_bytes2(sb + sf_row_offset(m, blocked, a.sfx_row, a.sfx_tile_row_bytes) +
+      const uint4 q = __ldg(reinterpret_cast<const uint4*>(xb + r * a.x_row + cg * 16));
+      const uint32_t two = ld_bytes2(sb + sf_row_offset(r, blocked, a.sfx_row, a.sfx_tile_row_bytes) +
                                      sf_chunk_offset(cg, blocked));
       const uint32_t h = e4m3x2_to_f16x2(two);
       const uint32_t s0 = bcast_lo(h), s1 = bcast_hi(h);
@@ -156,8 +241,11 @@ __device__ __forceinline__ void decode_step(uint32_t st, uint32_t a_off, uint32_
 }
 
 // CTA = Wt warp tasks (blockDim = 32 Wt), each warp one task over this rank's K stages.
-template <int NT8, bool kBlocked>
-__global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(const DecodeArgs args) {
+// kGrouped: the packed MoE route (gemm_decode_moe_kernel below); dense: offsets, alphas,
+// experts unused.
+template <int NT8, bool kBlocked, bool kGrouped>
+__device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_t* offsets, const float* alphas,
+                                            int32_t experts) {
   constexpr int SC = kMmaSC, D = kMmaDepth, LPR = kMmaLPR;
   constexpr int kStageA = mma_stage_a(SC);
   constexpr int kStageBytes = mma_stage_bytes(SC);
@@ -170,8 +258,23 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(co
   const int kc = args.cluster_k;
   const uint32_t crank = kc > 1 ? ptx::cluster_ctarank() : 0u;
   const int64_t group = static_cast<int64_t>(blockIdx.x / static_cast<unsigned>(kc));
-  const int64_t l = group / args.groups_per_batch;
-  const int64_t task0 = (group - l * args.groups_per_batch) * wt;  // the CTA's first task
+  int64_t l, task0;  // batch (MoE: expert), the CTA's first task
+  int64_t row0 = 0, rows = 0;  // MoE: the chunk's token rows
+  float alpha_g = 1.0f;        // MoE: the expert's alpha
+  if constexpr (kGrouped) {
+    // The offsets and alphas may be written by the preceding grid: read after the wait.
+    if (args.pdl != 0) {
+      ptx::pdl_wait_primary();
+      ptx::pdl_launch_dependents();
+    }
+    const int64_t slot = group / args.groups_per_batch;
+    task0 = (group - slot * args.groups_per_batch) * wt;
+    if (!moe_find_chunk<8 * NT8>(offsets, experts, args.M, slot, l, row0, rows)) return;  // (uniform)
+    alpha_g = alphas != nullptr ? __ldcg(alphas + l) : 1.0f;
+  } else {
+    l = group / args.groups_per_batch;
+    task0 = (group - l * args.groups_per_batch) * wt;
+  }
   const int64_t task = task0 + warp;
   const int64_t blk = task >> 3;
   const int64_t base = blk * 128 + 4 * (task & 7);  // rows base + i + 32 q
@@ -259,7 +362,7 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(co
 #pragma unroll
     for (int i = 0; i < 4; ++i) sum[j][i] = acc[j][i] = 0.0f;
 
-  if (args.pdl != 0) {
+  if (!kGrouped && args.pdl != 0) {
     if (args.pdl >= 2 && n_mine > 0 && cp_p < nchunks - SC * s_begin) {
       const uint8_t* src = cp_src + static_cast<int64_t>(s_begin) * kRowBytes;
 #pragma unroll
@@ -280,7 +383,7 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(co
   for (int t0 = c_begin; t0 < c_end; t0 += tile_cap) {
     const int tn = min(tile_cap, c_end - t0);
     if (t0 > c_begin) __syncthreads();  // every warp is done with the previous token tile
-    decode_token_tile<NT8>(s_tok, args, l, t0, tn);
+    decode_token_tile<NT8, kGrouped>(s_tok, args, l, t0, tn, row0, rows);
     __syncthreads();
 #pragma unroll 1
     for (; j < n_mine && SC * (s_begin + j) < t0 + tn; ++j) {
@@ -316,6 +419,14 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(co
   }
   ptx::cp_async_wait<0>();
 
+  // Output (m, n) of this CTA's tokens (dense: token m of batch l; MoE: row row0 + m).
+  auto put = [&](int64_t m, int64_t n, float v) {
+    if constexpr (kGrouped) {
+      if (m < rows && n < args.N) decode_store_row(args, row0 + m, n, v, alpha_g);
+    } else {
+      if (m < args.M && n < args.N) decode_store(args, l, m, n, v);
+    }
+  };
   // Lane (g, t): rows r0 = MMA row g, r1 = MMA row g + 8 (= r0 + 64); tokens 8j + 2t (+1).
   const int64_t r0 = base + (g & 3) + 32 * (g >> 2), r1 = r0 + 64;
   if (kc == 1) {
@@ -323,10 +434,10 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(co
 #pragma unroll
     for (int jj = 0; jj < NT8; ++jj) {
       const int64_t m0 = 8 * jj + 2 * t;
-      if (m0 < args.M && r0 < args.N) decode_store(args, l, m0, r0, sum[jj][0]);
-      if (m0 + 1 < args.M && r0 < args.N) decode_store(args, l, m0 + 1, r0, sum[jj][1]);
-      if (m0 < args.M && r1 < args.N) decode_store(args, l, m0, r1, sum[jj][2]);
-      if (m0 + 1 < args.M && r1 < args.N) decode_store(args, l, m0 + 1, r1, sum[jj][3]);
+      put(m0, r0, sum[jj][0]);
+      put(m0 + 1, r0, sum[jj][1]);
+      put(m0, r1, sum[jj][2]);
+      put(m0 + 1, r1, sum[jj][3]);
     }
     return;
   }
@@ -360,12 +471,31 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(co
     const int ig = il >> 2, itq = il & 3;
     const int64_t q0 = ibase + (ig & 3) + 32 * (ig >> 2), q1 = q0 + 64;
     const int64_t m0 = 8 * ij + 2 * itq;
-    if (m0 < args.M && q0 < args.N) decode_store(args, l, m0, q0, s.x);
-    if (m0 + 1 < args.M && q0 < args.N) decode_store(args, l, m0 + 1, q0, s.y);
-    if (m0 < args.M && q1 < args.N) decode_store(args, l, m0, q1, s.z);
-    if (m0 + 1 < args.M && q1 < args.N) decode_store(args, l, m0 + 1, q1, s.w);
+    put(m0, q0, s.x);
+    put(m0 + 1, q0, s.y);
+    put(m0, q1, s.z);
+    put(m0 + 1, q1, s.w);
   }
   ptx::cluster_sync_relaxed();  // no CTA leaves while another still reads its partials
+}
+
+// The dense decode-regime GEMM (gemm_decode.cu).
+template <int NT8, bool kBlocked>
+__global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(const DecodeArgs args) {
+  decode_gemm<NT8, kBlocked, false>(args, nullptr, nullptr, 0);
+}
+
+// The packed MoE route (grouped_packed.cu): experts are the batch. CTA slot j (groups_per_batch
+// CTAs, times cluster_k, per slot) computes chunk j of kRows = 8 NT8 token rows, the chunks of
+// the non-empty experts numbered in expert order (moe_find_chunk): an expert of M_g rows takes
+// ceil(M_g / kRows) slots, each streaming its weights once; an empty expert takes none, so its
+// weights are never read. The grid has the host's upper bound of chunks (decode_plan.hpp
+// decode_moe_slots); CTAs past the last chunk exit after the offsets' scan. Nothing the
+// preceding grid may write (offsets, alphas, tokens) is read before griddepcontrol.wait, and
+// no weight byte is prefetched before it (the expert is not known yet).
+template <int NT8, bool kBlocked>
+__global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_moe_kernel(const DecodeMoeArgs args) {
+  decode_gemm<NT8, kBlocked, true>(args.d, args.offsets, args.alphas, args.experts);
 }
 
 }  // namespace nvfp4::sm90::gemv_detail
