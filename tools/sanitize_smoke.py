@@ -84,6 +84,14 @@ for be in backends:
             sw = nvfp4.swizzle_scales
             nvfp4.dual_gemm(a, sw(sa), b, sw(sb), b2, sw(sb2), sf_layout="blocked", backend=be)
             nvfp4.dual_gemm(a, sa, b, sb, b2, sb2, activation="gelu_tanh", out_dtype="float32", backend=be)
+        # the dual decode route (gemv/decode_kernel.cuh dual_gemm_decode_kernel): 5 tokens on a part-empty
+        # 128-row band (N = 2050), both layouts; 12 tokens (two token groups) with K split over a cluster
+        for M, N, K, L in [(5, 2050, 256, 1), (12, 1024, 8192, 2)]:
+            a, sa, b, sb = fp4(L, M, K // 2), sf(L, M, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
+            b2, sb2 = fp4(L, N, K // 2), sf(L, N, K // 16)
+            sw = nvfp4.swizzle_scales
+            nvfp4.dual_gemm(a, sw(sa), b, sw(sb), b2, sw(sb2), sf_layout="blocked", backend=be)
+            nvfp4.dual_gemm(a, sa, b, sb, b2, sb2, activation="gelu_tanh", out_dtype="float32", backend=be)
         # the one-launch grouped GEMM (kernel/grouped_gemm.cuh): ragged M_g (0, 1, 130), N_g and
         # K_g (tails, several K in one table), both layouts; then few tiles (split-K clusters)
         for Ms, Ns, Ks in [((0, 1, 130, 37), (200, 7, 129, 64), (96, 2080, 256, 1024)), ((100, 3), (128, 100), (4096,) * 2)]:

@@ -12,7 +12,14 @@
 //  4. invariants over random shapes and device numbers: splits within limits, K slices of at
 //     least one promotion chain, no split worse than one CTA per tile by the model, every
 //     (tile, K block) computed once (the tile scheduler's formula), the epilogue's row
-//     shares covering the 128 rows in whole store boxes, the workspace = the token workspace.
+//     shares covering the 128 rows in whole store boxes, the workspace = the token workspace;
+//  5. the decode route (dual_decode_route, gemv/decode_plan.hpp "Dual route"): which problems it
+//     takes (M = 2..16, 2 N L >= 4096, the decode kernel's operand rules, one scale layout for B1
+//     and B2), what keeps its old path, the launch shape of the target shapes on an H100, launch
+//     invariants, the kernel parameters; and the dual task mapping of decode_kernel.cuh emulated
+//     lane by lane for a whole 128-row band (weight rows copied to the MMA rows the consumer
+//     reads, the scale bytes each consumer lane reads = the scales of its rows and chunk in both
+//     layouts, every output column of the band written once from B1's and B2's sums of it).
 // Prints "N passed, N failed".
 #include <stdint.h>
 #include <stdio.h>
@@ -23,6 +30,7 @@
 
 #include "common/formats.h"
 #include "sm90/dual_plan.hpp"
+#include "sm90/gemv/decode_plan.hpp"
 
 using namespace nvfp4;
 using namespace nvfp4::sm90;
@@ -69,6 +77,7 @@ static const char* path_name(DualPath p) {
     case DualPath::kEmpty: return "empty";
     case DualPath::kFused: return "fused";
     case DualPath::kComposed: return "composed";
+    case DualPath::kDecode: return "decode";
   }
   return "?";
 }
@@ -264,7 +273,7 @@ static void test_invariants() {
     dev.sm_count = static_cast<int>(pick(1, 160));
     for (int s = 2; s <= kMaxSplits; ++s) dev.clusters[s] = rng() % 4 == 0 ? 1 << 20 : static_cast<int>(pick(0, 80));
     const int64_t M = pick(3, 3000), N = pick(1, 9000), K = 32 * pick(1, 300), L = pick(1, 4);
-    const DualPlan g = plan_dual(dense(M, N, K, L), dev);
+    const DualPlan g = plan_dual(dense(M, N, K, L), dev, false);  // the fused plan (5. checks the route)
     CHECK(g.path == DualPath::kFused, "%lldx%lldx%lld: %s", static_cast<long long>(M), static_cast<long long>(N),
           static_cast<long long>(K), path_name(g.path));
     const int s = g.splits;
@@ -296,10 +305,247 @@ static void test_invariants() {
   }
 }
 
+// ---------------------------------------------------------------------------
+// 5. The decode route
+// ---------------------------------------------------------------------------
+using namespace nvfp4::sm90::gemv_detail;
+
+// H100 SXM numbers (as gemv_plan_test.cpp) and the dual decode instances as built by CUDA 13 for
+// sm_90a (ptxas -v): 76 registers for one token group, 126 for two (either scale layout); no
+// static shared memory.
+static MmaKernelInfo dual_decode_info(int nt8) {
+  MmaKernelInfo i;
+  i.regs = nt8 == 1 ? 76 : 126;
+  i.smem_per_sm = 233472;
+  i.regs_per_sm = 65536;
+  i.static_smem = 0;
+  i.max_smem_block = 232448;
+  return i;
+}
+
+static void test_decode_route() {
+  const DualDeviceNumbers dev = h100();
+  // the target shapes: 2..16 tokens decode, 1 composed, 17 and 64 fused
+  for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED})
+    for (int64_t NK : {0, 1})
+      for (int64_t M : {1, 2, 3, 4, 7, 8, 9, 16, 17, 64, 256}) {
+        const int64_t N = NK ? 14336 : 4096, K = NK ? 4096 : 7168;
+        const DualGemmProblem p = dense(M, N, K, 1, layout);
+        const DualPath want = M == 1 ? DualPath::kComposed : M <= 16 ? DualPath::kDecode : DualPath::kFused;
+        const DualPlan g = plan_dual(p, dev);
+        CHECK(g.path == want && dual_decode_route(p) == (want == DualPath::kDecode),
+              "%lldx%lldx%lld layout %d: %s", (long long)M, (long long)N, (long long)K, (int)layout, path_name(g.path));
+        CHECK(plan_dual(p, dev, false).path == (M <= 2 ? DualPath::kComposed : DualPath::kFused), "without the route");
+      }
+  // the rows bound: 2 N L >= 4096 weight rows
+  struct Rows {
+    int64_t N, L;
+    bool decode;
+  } rows[] = {{2048, 1, true}, {2047, 1, false}, {1024, 2, true}, {683, 3, true}, {682, 3, false},
+              {200, 1, false}, {8, 256, true},  {8, 255, false}};
+  for (const Rows& r : rows)
+    for (int64_t M : {2, 5, 16}) {
+      const DualPlan g = plan_dual(dense(M, r.N, 1024, r.L), dev);
+      const DualPath other = M <= 2 ? DualPath::kComposed : DualPath::kFused;
+      CHECK(g.path == (r.decode ? DualPath::kDecode : other), "M %lld N %lld L %lld: %s", (long long)M,
+            (long long)r.N, (long long)r.L, path_name(g.path));
+    }
+  // operands: what the decode kernel refuses keeps its old path
+  {
+    DualGemmProblem q = dense(4, 4096, 4224);  // linear weight scales with K % 256 != 0
+    CHECK(decode_dual_unsupported(q) != nullptr && plan_dual(q, dev).path == DualPath::kFused, "linear K 4224");
+    q = dense(2, 4096, 4224);
+    CHECK(plan_dual(q, dev).path == DualPath::kComposed, "linear K 4224, M 2");
+    q = dense(4, 4096, 4224, 1, NVFP4_SF_BLOCKED);  // blocked: 16-byte lines whatever K
+    CHECK(plan_dual(q, dev).path == DualPath::kDecode, "blocked K 4224");
+    q = dense(4, 4096, 96, 1, NVFP4_SF_BLOCKED);
+    CHECK(plan_dual(q, dev).path == DualPath::kDecode, "blocked K 96");
+    q = dense(4, 4096, 7168);
+    q.sfb2.layout = NVFP4_SF_BLOCKED;
+    CHECK(decode_dual_unsupported(q) != nullptr && plan_dual(q, dev).path == DualPath::kComposed, "mixed layouts");
+    q = dense(4, 4096, 7168);
+    q.b2.row_stride = 3584 + 8;
+    CHECK(decode_dual_unsupported(q) != nullptr && plan_dual(q, dev).path != DualPath::kDecode, "b2 rows 8 off");
+    q = dense(4, 4096, 7168);
+    q.b2.row_stride = 3584 + 16;  // own strides: taken
+    q.sfb2.row_stride = 448 + 16;
+    CHECK(plan_dual(q, dev).path == DualPath::kDecode, "b2 / sfb2 strides of their own");
+    q = dense(4, 4096, 7168);
+    q.sfb1.row_stride = 448 + 8;  // linear scale rows in 16-byte pieces
+    CHECK(plan_dual(q, dev).path != DualPath::kDecode, "sfb1 rows 8 off");
+    q = dense(4, 4096, 7168);
+    q.a.row_stride = 3584 + 8;
+    CHECK(plan_dual(q, dev).path != DualPath::kDecode, "token rows 8 off");
+    q = dense(4, 4096, 7168, 1, NVFP4_SF_BLOCKED);
+    q.sfa.layout = NVFP4_SF_LINEAR;  // token scales: any layout and alignment
+    q.sfa.data = addr((3u << 28) + 1);
+    CHECK(plan_dual(q, dev).path == DualPath::kDecode, "token scales");
+    for (DType dt : {DType::kFloat16, DType::kBFloat16, DType::kFloat32})
+      CHECK(plan_dual(dense(3, 4096, 7168, 3, NVFP4_SF_LINEAR, dt), dev).path == DualPath::kDecode, "dtype");
+    q = dense(4, 4096, 7168);
+    q.c.col_stride = 4096;  // any output strides
+    q.c.row_stride = 1;
+    CHECK(plan_dual(q, dev).path == DualPath::kDecode, "transposed output");
+    q = dense(4, 4096, 7168);
+    q.activation = static_cast<nvfp4_activation_t>(7);
+    CHECK(decode_dual_unsupported(q) != nullptr, "unknown activation");
+  }
+  // launch shapes of the target shapes on an H100 (printed for bench/NOTES.md)
+  for (int64_t NK : {0, 1})
+    for (int64_t M : {2, 4, 8, 16}) {
+      const int64_t N = NK ? 14336 : 4096, K = NK ? 4096 : 7168;
+      const DualGemmProblem p = dense(M, N, K);
+      const int nt8 = decode_nt8(M);
+      const DecodeDualLaunch d = decode_dual_launch(dual_decode_info(nt8), p, 132);
+      CHECK(d.unsupported == nullptr && d.nt8 == nt8 && d.launch.ctas > 0, "launch %lldx%lld", (long long)N,
+            (long long)K);
+      if (M == 4 || M == 16)
+        printf("dual decode %lldx%lldx%lld: nt8 %d, %d warps, cluster %d, %lld CTAs, %d stages per CTA, smem %zu (%zu)\n",
+               (long long)M, (long long)N, (long long)K, d.nt8, d.launch.warps, d.launch.kc,
+               (long long)d.launch.ctas, d.launch.stages_per_cta, d.launch.smem, d.launch.smem_launch);
+    }
+  // launch invariants
+  for (int nt8 : {1, 2})
+    for (int64_t N : {8LL, 200LL, 2048LL, 4096LL, 7000LL, 14336LL, 50000LL})
+      for (int64_t K : {32LL, 96LL, 4096LL, 7168LL, 16384LL})
+        for (int64_t L : {1LL, 3LL}) {
+          const DualGemmProblem p = dense(nt8 == 1 ? 5 : 13, N, K, L, NVFP4_SF_BLOCKED);
+          const DecodeDualLaunch d = decode_dual_launch(dual_decode_info(nt8), p, 132);
+          const int64_t tasks = decode_dual_tasks(N);
+          const int n_stages = static_cast<int>((K / 32 + kMmaSC - 1) / kMmaSC);
+          const bool ok = d.unsupported == nullptr && d.launch.groups_per_batch * d.launch.warps >= tasks &&
+                          (d.launch.groups_per_batch - 1) * d.launch.warps < tasks &&
+                          d.launch.ctas == d.launch.groups_per_batch * L * d.launch.kc &&
+                          d.launch.kc * d.launch.stages_per_cta >= n_stages &&
+                          (d.launch.kc == 1 || d.launch.stages_per_cta >= kMinClusterStages) &&
+                          d.launch.smem_launch >= d.launch.smem && tasks % 16 == 0 && tasks * 8 >= N &&
+                          (tasks - 16) * 8 < N;
+          CHECK(ok, "dual launch nt8 %d %lldx%lldx%lld", nt8, (long long)N, (long long)K, (long long)L);
+        }
+  // kernel parameters
+  {
+    DualGemmProblem p = dense(5, 300, 1024, 2, NVFP4_SF_BLOCKED);
+    p.b2.row_stride = 528;
+    p.sfb2.batch_stride = 123456;
+    p.alpha1.value = 0.5f;
+    p.alpha2.value = 0.25f;
+    static const float dev_alpha = 2.0f;
+    p.alpha2.device_ptr = &dev_alpha;
+    p.activation = NVFP4_ACT_GELU_TANH;
+    const DecodeDualArgs a = make_decode_dual_args(p);
+    CHECK(a.d.N == 300 && a.d.M == 5 && a.d.tasks_per_batch == 48 && a.d.w == p.b1.data && a.d.sfw == p.sfb1.data &&
+              a.d.w_row == 512 && a.e.w2 == p.b2.data && a.e.w2_row == 528 && a.e.w2_batch == p.b2.batch_stride &&
+              a.e.sfw2 == p.sfb2.data && a.e.sfw2_batch == 123456 && a.d.sfw_blocked == 1 && a.d.alpha == 0.5f &&
+              a.d.alpha_ptr == nullptr && a.e.alpha2 == 0.25f && a.e.alpha2_ptr == &dev_alpha &&
+              a.e.act == NVFP4_ACT_GELU_TANH && a.d.c == p.c.data && a.d.c_row == 300 && a.d.c_batch == 1500,
+          "dual decode args");
+  }
+}
+
+// decode_kernel.cuh's dual task mapping, one stage (SC chunks of 32 K) of a 128-row band,
+// emulated lane by lane (the formulas of decode_gemm with kDual, copied here: a change there
+// must be mirrored).
+static void test_dual_mapping() {
+  constexpr int SC = kMmaSC, LPR = kMmaLPR, kRpi = 32 / LPR;
+  static_assert(kRpi == 2, "the dual mapping assumes 2 rows per copy instruction");
+  const int kStageA = mma_stage_a(SC), kRowBytes = 16 * SC, kA8 = 4 * 16 * SC;
+  auto smem_row = [&](int m) { return (m & 1 ? mma_odd_rows(SC) : 0) + (m >> 1) * kRowBytes; };
+  const int64_t K = 7168, tiles_k = (K / 16 + 3) / 4, tile_row_bytes = 512 * tiles_k, lin_row = K / 16;
+  const int64_t N = 300;  // bands 0..2, band 2 with 44 rows
+  for (int64_t blk = 0; blk < 3; ++blk) {
+    std::vector<int> out_count(128, 0), copied(2 * 128, 0);
+    for (int64_t task = 16 * blk; task < 16 * blk + 16; ++task) {
+      const int64_t base = (task >> 4) * 128 + 2 * (task & 15);
+      CHECK((base >> 7) == blk, "task %lld band", (long long)task);
+      // weights: slot (matrix, row) per MMA row, from the copy lanes
+      int64_t slot_row[16];
+      int slot_mat[16];
+      for (int i = 0; i < 16; ++i) slot_row[i] = -1;
+      for (int lane = 0; lane < 32; ++lane) {
+        const int cp_rs = lane / LPR;
+        const int64_t cp_row0 = base + cp_rs;
+        for (int k = 0; k < 16 / kRpi; ++k) {
+          const int m = cp_rs + kRpi * k;
+          const int64_t row = cp_row0 + 32 * (k & 3);
+          const int mat = k >= 4;
+          if (row >= N) continue;  // not copied (cp_rows)
+          if (lane % LPR == 0) {
+            slot_row[m] = row;
+            slot_mat[m] = mat;
+            copied[mat * 128 + (row - 128 * blk)]++;
+          }
+          CHECK(smem_row(m) == smem_row(cp_rs + kRpi * k), "copy destination");
+        }
+      }
+      // blocked scale pieces: smem byte -> (matrix, offset in the batch)
+      std::vector<int64_t> sfb(kStageA + 32 * SC, -1);
+      std::vector<int> sfb_mat(kStageA + 32 * SC, -1);
+      for (int lane = 0; lane < 32; ++lane) {
+        const int kt = lane >> 2, ii = lane & 3;
+        if (kt >= SC / 2) continue;
+        const int64_t src = blk * tile_row_bytes + kt * 512 + ((base & 31) + (ii & 1)) * 16;
+        for (int b = 0; b < 16; ++b) {
+          sfb[kStageA + kt * 64 + ii * 16 + b] = src + b;
+          sfb_mat[kStageA + kt * 64 + ii * 16 + b] = ii >> 1;
+        }
+      }
+      // linear scale pieces
+      std::vector<int64_t> sfl(kStageA + 32 * SC, -1);
+      std::vector<int> sfl_mat(kStageA + 32 * SC, -1);
+      for (int lane = 0; lane < 32; ++lane) {
+        const int m = lane / (SC / 8), h = lane % (SC / 8);
+        const int64_t row = base + (m & 1) + 32 * ((m >> 1) & 3);
+        if (!(m < 16 && row < N)) continue;
+        for (int b = 0; b < 16; ++b) {
+          sfl[kStageA + m * 2 * SC + 16 * h + b] = row * lin_row + 16 * h + b;
+          sfl_mat[kStageA + m * 2 * SC + 16 * h + b] = m >> 3;
+        }
+      }
+      // consumers
+      for (int lane = 0; lane < 32; ++lane) {
+        const int g = lane >> 2, t = lane & 3;
+        const int64_t n = base + (g & 1) + 32 * (g >> 1);
+        if (n >= N) continue;
+        const int a_off = (g & 1 ? mma_odd_rows(SC) : 0) + (g >> 1) * kRowBytes + 16 * t;
+        CHECK(a_off - 16 * t == smem_row(g) && smem_row(g) + kA8 == smem_row(g + 8), "rows g, g + 8");
+        CHECK(slot_row[g] == n && slot_mat[g] == 0 && slot_row[g + 8] == n && slot_mat[g + 8] == 1,
+              "task %lld lane %d: MMA rows g, g+8 hold B1 / B2 row %lld", (long long)task, lane, (long long)n);
+        const int sf_b = kStageA + (t >> 1) * 64 + (t & 1) * 2 + (g & 1) * 16 + (g >> 1) * 4;
+        const int sf_l = kStageA + g * 2 * SC + 2 * t;
+        for (int u = 0; u < SC / 4; ++u) {
+          const int c = 4 * u + t;  // the lane's chunk: scale columns 2c, 2c + 1
+          for (int half = 0; half < 2; ++half)
+            for (int e = 0; e < 2; ++e) {
+              const int ab = sf_b + 128 * u + (half ? 32 : 0) + e;
+              const int al = sf_l + 8 * u + (half ? 16 * SC : 0) + e;
+              CHECK(sfb[ab] == blocked_sf_offset(n, 2 * c + e, K) && sfb_mat[ab] == half,
+                    "blocked scale task %lld lane %d u %d", (long long)task, lane, u);
+              CHECK(sfl[al] == n * lin_row + 2 * c + e && sfl_mat[al] == half, "linear scale task %lld lane %d u %d",
+                    (long long)task, lane, u);
+            }
+        }
+        // epilogue (kc == 1): D rows g, g + 8 of tokens 8j + 2t (+1) -> output column n
+        out_count[n - 128 * blk]++;
+        // cluster reduction item (warp, group, lane): the same column
+        const int ig = lane >> 2;
+        CHECK(base + (ig & 1) + 32 * (ig >> 1) == n, "reduction item column");
+      }
+    }
+    for (int r = 0; r < 128; ++r) {
+      const bool live = 128 * blk + r < N;
+      CHECK(out_count[r] == (live ? 4 : 0) && copied[r] == (live ? 1 : 0) && copied[128 + r] == (live ? 1 : 0),
+            "band %lld row %d: %d outputs (4 quad lanes), copied %d / %d", (long long)blk, r, out_count[r], copied[r],
+            copied[128 + r]);
+    }
+  }
+}
+
 int main() {
   test_support();
   test_known_shapes();
   test_modes();
   test_invariants();
+  test_decode_route();
+  test_dual_mapping();
   return check_summary();
 }

@@ -8,6 +8,12 @@
 // memory. Same numerics as the composed path: each accumulator scaled by its alpha in fp32,
 // the activation in fp32, one rounding at the end.
 //
+// Decode route (dual_plan.hpp dual_decode_route: 2..16 tokens on >= 2048 output columns, operands
+// the decode kernel takes): one launch of the decode kernel's dual instance
+// (gemv/decode_kernel.cuh dual_gemm_decode_kernel): the weights streamed once, each warp task
+// 8 rows of B1 and the same 8 rows of B2, act * mul on the complete sums in registers. No
+// workspace, no token pass.
+//
 // Composed path (one or two tokens, whose GEMM runs as GEMVs; token workspace over 1 GiB):
 // two sm90a GEMMs with fp32 outputs in the caller's workspace, then one elementwise pass
 // (act, product, one rounding to the output dtype). The second GEMM reads the tokens the
@@ -27,6 +33,9 @@
 #include "../common/device_cache.hpp"
 #include "dual_plan.hpp"
 #include "gemm_parts.hpp"
+#include "gemv/decode_kernel.cuh"
+#include "gemv/decode_plan.hpp"
+#include "gemv/kernel_info.hpp"
 #include "kernel/dual_gemm.cuh"
 #include "launch.hpp"
 #include "launchers.hpp"
@@ -211,6 +220,63 @@ nvfp4_status_t run_composed(const DualGemmProblem& p, const Exec& exec) {
   return NVFP4_SUCCESS;
 }
 
+// ---- decode route ------------------------------------------------------------------------
+
+using DualDecodeKernelFn = void (*)(const gemv_detail::DecodeDualArgs);
+
+DualDecodeKernelFn dual_decode_kernel(int nt8, bool blocked) {
+  using namespace gemv_detail;
+  switch (nt8) {
+    case 1: return blocked ? dual_gemm_decode_kernel<1, true> : dual_gemm_decode_kernel<1, false>;
+    case 2: return blocked ? dual_gemm_decode_kernel<2, true> : dual_gemm_decode_kernel<2, false>;
+    default: return nullptr;
+  }
+}
+
+// The resources of one instance on `device` (queried once per device and instance; the dynamic
+// shared memory limit raised to the opt-in maximum on the way). Index (nt8 - 1) * 2 + blocked.
+nvfp4_status_t dual_decode_info(int device, int nt8, bool blocked, gemv_detail::MmaKernelInfo* out) {
+  static PerDeviceCache<gemv_detail::MmaKernelInfo> cache[4];
+  const DualDecodeKernelFn kernel = dual_decode_kernel(nt8, blocked);
+  if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode dual gemm: no kernel for %d token groups", nt8);
+  return cache[(nt8 == 1 ? 0 : 1) * 2 + (blocked ? 1 : 0)].get(
+      device,
+      [device, kernel](gemv_detail::MmaKernelInfo& v) {
+        return gemv_detail::query_kernel_info(device, reinterpret_cast<const void*>(kernel), v);
+      },
+      out);
+}
+
+// The decode route's launch plan; NOT_SUPPORTED (nothing launched) where it cannot run.
+nvfp4_status_t plan_decode(const DualGemmProblem& p, const Exec& exec, gemv_detail::DecodeDualLaunch* dl) {
+  using namespace gemv_detail;
+  int sm_count = exec.sm_count;
+  if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
+  const int nt8 = decode_nt8(p.M);
+  MmaKernelInfo info;
+  const nvfp4_status_t st = dual_decode_info(exec.device, nt8, p.sfb1.layout == NVFP4_SF_BLOCKED, &info);
+  if (st != NVFP4_SUCCESS) return st;
+  *dl = decode_dual_launch(info, p, sm_count);
+  if (dl->unsupported) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", dl->unsupported);
+  return NVFP4_SUCCESS;
+}
+
+nvfp4_status_t run_decode(const DualGemmProblem& p, const Exec& exec, const gemv_detail::DecodeDualLaunch& dl) {
+  using namespace gemv_detail;
+  DecodeDualArgs args = make_decode_dual_args(p);
+  args.d.tile_cap = dl.launch.tile_cap;
+  args.d.cluster_k = dl.launch.kc;
+  args.d.stages_per_cta = dl.launch.stages_per_cta;
+  args.d.groups_per_batch = dl.launch.groups_per_batch;
+  LaunchShape ls;
+  ls.grid = dim3(static_cast<unsigned>(dl.launch.ctas), 1, 1);
+  ls.block = dim3(static_cast<unsigned>(32 * dl.launch.warps), 1, 1);
+  ls.smem = dl.launch.smem_launch;
+  ls.cluster_x = dl.launch.kc > 1 ? static_cast<unsigned>(dl.launch.kc) : 0u;
+  ls.pdl = args.d.pdl != 0;
+  return launch(dual_decode_kernel(dl.nt8, p.sfb1.layout == NVFP4_SF_BLOCKED), ls, cuda_stream(exec), args);
+}
+
 // ---- fused path -------------------------------------------------------------------------
 
 constexpr size_t kSmemFused = dynamic_smem_bytes<DualMainloop::SharedStorage>();
@@ -236,8 +302,11 @@ nvfp4_status_t device_numbers(const Exec& exec, DualDeviceNumbers* d) {
 }
 
 // The plan of p on exec's device (kEmpty for an empty problem). NOT_SUPPORTED only for a
-// device other than CC 9.0 or a failed device query.
-nvfp4_status_t plan_for(const DualGemmProblem& p, const Exec& exec, DualPlan* plan) {
+// device other than CC 9.0 or a failed device query. The decode route comes with its launch
+// plan (`decode`); where that cannot launch (no shape fits the SM: not on a Hopper GPU), the
+// problem takes the plan without the route.
+nvfp4_status_t plan_for(const DualGemmProblem& p, const Exec& exec, DualPlan* plan,
+                        gemv_detail::DecodeDualLaunch* decode) {
   if (exec.cc_major != 9 || exec.cc_minor != 0)
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: needs a CC 9.0 device");
   *plan = DualPlan{};
@@ -246,6 +315,11 @@ nvfp4_status_t plan_for(const DualGemmProblem& p, const Exec& exec, DualPlan* pl
   const nvfp4_status_t st = device_numbers(exec, &dev);
   if (st != NVFP4_SUCCESS) return st;
   *plan = plan_dual(p, dev);
+  if (plan->path == DualPath::kDecode) {
+    const nvfp4_status_t ds = plan_decode(p, exec, decode);
+    if (ds == NVFP4_ERROR_NOT_SUPPORTED) *plan = plan_dual(p, dev, false);
+    else if (ds != NVFP4_SUCCESS) return ds;
+  }
   return NVFP4_SUCCESS;
 }
 
@@ -331,7 +405,9 @@ nvfp4_status_t run_fused(const DualGemmProblem& p, const Exec& exec, const DualP
 
 size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec& exec) {
   DualPlan plan;
-  if (plan_for(p, exec, &plan) != NVFP4_SUCCESS || plan.path == DualPath::kEmpty) return 0;
+  gemv_detail::DecodeDualLaunch decode;
+  if (plan_for(p, exec, &plan, &decode) != NVFP4_SUCCESS || plan.path == DualPath::kEmpty) return 0;
+  if (plan.path == DualPath::kDecode) return 0;
   if (plan.path == DualPath::kFused) return plan.workspace_bytes;
   ComposedPlan composed;
   if (plan_composed(p, exec, &composed) != NVFP4_SUCCESS) return 0;  // the portable kernel runs it: no scratch
@@ -340,9 +416,11 @@ size_t dual_gemm_workspace(const DualGemmProblem& p, const Exec& exec) {
 
 nvfp4_status_t dual_gemm(const DualGemmProblem& p, const Exec& exec) {
   DualPlan plan;
-  const nvfp4_status_t st = plan_for(p, exec, &plan);
+  gemv_detail::DecodeDualLaunch decode;
+  const nvfp4_status_t st = plan_for(p, exec, &plan, &decode);
   if (st != NVFP4_SUCCESS) return st;
   if (plan.path == DualPath::kEmpty) return NVFP4_SUCCESS;
+  if (plan.path == DualPath::kDecode) return run_decode(p, exec, decode);
   if (plan.path == DualPath::kFused) return run_fused(p, exec, plan);
   return run_composed(p, exec);
 }

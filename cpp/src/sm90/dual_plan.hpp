@@ -10,12 +10,17 @@
 // are B1 rows n0..n0+63 (rows 0..63: the first consumer warpgroup, accumulator A*B1^T) and B2
 // rows n0..n0+63 (rows 64..127: the second, A*B2^T), so both products of one output element
 // end in the same CTA and the epilogue applies act*mul on the fully reduced tile.
+//
+// Decode route (dual_decode_route): 2..16 tokens on >= 2048 output columns (N·L) run the decode
+// kernel's dual instance instead (gemv/decode_kernel.cuh dual_gemm_decode_kernel, launch plan
+// gemv/decode_plan.hpp "Dual route"): one launch streaming B1 and B2 once, no token pass.
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gemm_plan.hpp"
+#include "gemv/decode_plan.hpp"
 
 namespace nvfp4::sm90 {
 
@@ -33,7 +38,24 @@ enum class DualPath : int32_t {
   kEmpty = 0,     // nothing to compute
   kFused = 1,     // token pass + the fused dual kernel
   kComposed = 2,  // two GEMMs + act*mul (dual_gemm.cu), where the fused kernel does not run
+  kDecode = 3,    // the decode kernel's dual instance (dual_decode_route)
 };
+
+// The decode regime of the gated MLP: M = 2..16 tokens (the dense decode route's kDecodeMinTokens ..
+// kDecodeMaxTokens) on at least kDecodeMinRows (4096) weight rows, i.e. 2 N L >= 4096: a task is
+// 16 weight rows (8 of B1 + 8 of B2), so the dual problem of N columns has the warp tasks, bytes and
+// MMA work of the dense problem of 2 N rows, and the dense route's bounds carry over (measured on
+// the dense kernel, decode_plan.hpp: 4096 rows fill the 132 SMs' rings, 2048 rows lost to the tiled
+// GEMM). What it replaces (bench/NOTES.md "Dual GEMM decode route"): M = 2 the composed path (two
+// decode-kernel GEMMs or 2 x 2 GEMVs into fp32 scratch + the act*mul pass: the weights' bytes and
+// three launches); M = 3..16 the fused kernel's 128-token tile (every weight element decoded once
+// per tile, mostly empty at these M: the tiled GEMM's ~2.9x SOL on the dense shapes, against the
+// decode kernel's ~1.9x). Operands as the dense decode kernel takes them (16-byte aligned fp4
+// rows, weight scales in 16-byte pieces), B1 and B2 scales in one layout; the rest keeps its path.
+inline bool dual_decode_route(const DualGemmProblem& p) {
+  return p.M >= gemv_detail::kDecodeMinTokens && p.M <= gemv_detail::kDecodeMaxTokens && p.N > 0 && p.L > 0 &&
+         2 * p.N * p.L >= gemv_detail::kDecodeMinRows && gemv_detail::decode_dual_unsupported(p) == nullptr;
+}
 
 // How the fused kernel writes its output tile.
 enum DualStore : int32_t {
@@ -124,9 +146,14 @@ inline int choose_dual_splits(const DualDeviceNumbers& dev, int64_t tiles, int32
   return best;
 }
 
-inline DualPlan plan_dual(const DualGemmProblem& p, const DualDeviceNumbers& dev) {
+// decode = false: the plan without the decode route (dual_gemm.cu, where its launch cannot run).
+inline DualPlan plan_dual(const DualGemmProblem& p, const DualDeviceNumbers& dev, bool decode = true) {
   DualPlan g;
   if (p.M <= 0 || p.N <= 0 || p.L <= 0) return g;
+  if (decode && dual_decode_route(p)) {
+    g.path = DualPath::kDecode;  // launch shape: gemv/decode_plan.hpp decode_dual_launch (per-device kernel facts)
+    return g;
+  }
   auto composed = [&](const char* why) {
     g.path = DualPath::kComposed;
     g.unsupported = why;

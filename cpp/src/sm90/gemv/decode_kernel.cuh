@@ -47,18 +47,43 @@
 // the experts as the batch; each CTA first finds its chunk of <= 8 NT8 token rows of one
 // expert from the device offsets (after griddepcontrol.wait), so empty experts get no CTA and
 // an expert with more rows than a chunk gets several (decode_plan.hpp "Packed MoE route").
+//
+// Dual route (dual_gemm_decode_kernel, launched by dual_gemm.cu): the same body with a task's
+// 16 MMA rows = 8 rows of B1 (MMA rows 0..7) and the same 8 rows of B2 (8..15), rows
+// base + (i & 1) + 32 (i >> 1), 16 tasks per 128-row band (decode_plan.hpp "Dual route": a
+// task's blocked scales of each matrix are then 2 whole 16-byte lines). Lane (g, t)'s D rows g
+// and g + 8 are B1's and B2's sums of the same outputs; after the full K sum (and the cluster
+// reduction) the epilogue writes act(alpha1 2^28 d1) * (alpha2 2^28 d2) with the fused dual
+// kernel's function (collective/epilogue_dual.cuh EpilogueDual::out_value).
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "../collective/epilogue_dual.cuh"
 #include "../collective/fp4_decode.cuh"
 #include "../ptx.cuh"
 #include "common.cuh"
 #include "decode_plan.hpp"
 
 namespace nvfp4::sm90::gemv_detail {
+
+// Dual route: c[l, m, n] = v (already scaled and combined).
+__device__ __forceinline__ void decode_store_final(const DecodeArgs& a, int64_t l, int64_t m, int64_t n, float v) {
+  const int64_t off = l * a.c_batch + m * a.c_row + n * a.c_col;
+  switch (a.c_dtype) {
+    case static_cast<int32_t>(DType::kFloat16):
+      static_cast<__half*>(a.c)[off] = __float2half_rn(v);
+      break;
+    case static_cast<int32_t>(DType::kBFloat16):
+      static_cast<__nv_bfloat16*>(a.c)[off] = __float2bfloat16_rn(v);
+      break;
+    default:
+      static_cast<float*>(a.c)[off] = v;
+      break;
+  }
+}
 
 // c[l, m, n] = v * 2^28 * alpha (the 2^-14 of each decoded operand).
 __device__ __forceinline__ void decode_store(const DecodeArgs& a, int64_t l, int64_t m, int64_t n, float v) {
@@ -209,10 +234,11 @@ __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeAr
 // One step u of a stage at `st` (ring address): chunks 4u + t of rows g, g + 8 times the
 // NT8 token groups of tile-relative chunk cs + t (cs = c0 + 4u). kCheck: partial stage,
 // chunks >= nc of it are past K (stale ring and tile data: their fragments are zeroed).
-template <int NT8, bool kBlocked, bool kCheck>
+// kDual: blocked scales of a 64-K tile are B1's 2 lines then B2's (row g + 8: 32 bytes on).
+template <int NT8, bool kBlocked, bool kCheck, bool kDual = false>
 __device__ __forceinline__ void decode_step(uint32_t st, uint32_t a_off, uint32_t sf_off, uint32_t tok, int u,
                                             int cs, int t, int nc, float (&acc)[NT8][4]) {
-  constexpr uint32_t kSfU = kBlocked ? 128u : 8u, kSfR8 = kBlocked ? 8u : 16u * kMmaSC;
+  constexpr uint32_t kSfU = kBlocked ? 128u : 8u, kSfR8 = kBlocked ? (kDual ? 32u : 8u) : 16u * kMmaSC;
   constexpr uint32_t kA8 = 4 * 16 * kMmaSC;
   constexpr uint32_t kChunk = 8 * NT8 * 64;  // token tile bytes per chunk
   const bool live = !kCheck || 4 * u + t < nc;
@@ -242,10 +268,13 @@ __device__ __forceinline__ void decode_step(uint32_t st, uint32_t a_off, uint32_
 
 // CTA = Wt warp tasks (blockDim = 32 Wt), each warp one task over this rank's K stages.
 // kGrouped: the packed MoE route (gemm_decode_moe_kernel below); dense: offsets, alphas,
-// experts unused.
-template <int NT8, bool kBlocked, bool kGrouped>
+// experts unused. kDual: the dual route (dual_gemm_decode_kernel below; `dual` its B2 and
+// epilogue; null otherwise: a default argument, since an unused reference to a temporary
+// moved the dense instances' schedule).
+template <int NT8, bool kBlocked, bool kGrouped, bool kDual = false>
 __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_t* offsets, const float* alphas,
-                                            int32_t experts) {
+                                            int32_t experts, const DecodeDualExt* dual = nullptr) {
+  static_assert(!(kGrouped && kDual), "the dual route is dense");
   constexpr int SC = kMmaSC, D = kMmaDepth, LPR = kMmaLPR;
   constexpr int kStageA = mma_stage_a(SC);
   constexpr int kStageBytes = mma_stage_bytes(SC);
@@ -276,8 +305,10 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
     task0 = (group - l * args.groups_per_batch) * wt;
   }
   const int64_t task = task0 + warp;
-  const int64_t blk = task >> 3;
-  const int64_t base = blk * 128 + 4 * (task & 7);  // rows base + i + 32 q
+  // Dense: 8 tasks per 128-row band, rows base + i + 32 q (i < 4); dual: 16, B1 and B2 rows
+  // base + i + 32 q (i < 2).
+  const int64_t blk = kDual ? task >> 4 : task >> 3;
+  const int64_t base = kDual ? blk * 128 + 2 * (task & 15) : blk * 128 + 4 * (task & 7);
   const bool task_ok = task < args.tasks_per_batch && base < args.N;
 
   const int nchunks = args.nchunks;
@@ -291,14 +322,26 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
   constexpr int kRpi = 32 / LPR;
   constexpr int kRowsPerLane = 16 / kRpi;
   const int cp_rs = lane / LPR, cp_p = lane % LPR;
-  auto cp_rowoff = [](int k) { return kRpi == 4 ? 32 * k : kRpi == 2 ? 2 * (k & 1) + 32 * (k >> 1) : 0; };
-  const int64_t cp_row0 = base + (cp_rs & 3) + 32 * (cp_rs >> 2);
+  // Dual (kRpi = 2): copy k of lane group cp_rs is MMA row cp_rs + 2k, i.e. row
+  // base + cp_rs + 32 (k & 3) of B1 (k < 4) or B2 (k >= 4).
+  static_assert(!kDual || kRpi == 2, "the dual copy mapping assumes 2 rows per copy instruction");
+  auto cp_rowoff = [](int k) {
+    if constexpr (kDual) return 32 * (k & 3);
+    else return kRpi == 4 ? 32 * k : kRpi == 2 ? 2 * (k & 1) + 32 * (k >> 1) : 0;
+  };
+  const int64_t cp_row0 = kDual ? base + cp_rs : base + (cp_rs & 3) + 32 * (cp_rs >> 2);
   uint32_t cp_rows = 0;
 #pragma unroll
   for (int k = 0; k < kRowsPerLane; ++k)
     if (cp_row0 + cp_rowoff(k) < args.N) cp_rows |= 1u << k;
   const uint8_t* cp_src = args.w + l * args.w_batch + (cp_rows & 1 ? cp_row0 : 0) * args.w_row + 16 * cp_p;
   const int64_t cp_wrow = args.w_row;
+  const uint8_t* cp_src2 = nullptr;  // dual: B2's rows
+  int64_t cp_wrow2 = 0;
+  if constexpr (kDual) {
+    cp_src2 = dual->w2 + l * dual->w2_batch + (cp_rows & 1 ? cp_row0 : 0) * dual->w2_row + 16 * cp_p;
+    cp_wrow2 = dual->w2_row;
+  }
   auto cp_smem_row = [](int m) { return (m & 1 ? mma_odd_rows(SC) : 0) + (m >> 1) * kRowBytes; };
   const uint32_t cp_dst = ring + 16 * cp_p;
   const uint8_t* sf_src;
@@ -309,7 +352,12 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
   if constexpr (kBlocked) {
     const int kt = lane >> 2, ii = lane & 3;
     sf_lane = kt < SC / 2;
-    sf_src = args.sfw + l * args.sfw_batch + blk * args.sfw_tile_row_bytes + kt * 512 + ((base & 31) + ii) * 16;
+    if constexpr (kDual) {  // piece ii of a tile: line (base & 31) + (ii & 1) of B1 (ii < 2) or B2
+      const uint8_t* sfm = ii >> 1 ? dual->sfw2 + l * dual->sfw2_batch : args.sfw + l * args.sfw_batch;
+      sf_src = sfm + blk * args.sfw_tile_row_bytes + kt * 512 + ((base & 31) + (ii & 1)) * 16;
+    } else {
+      sf_src = args.sfw + l * args.sfw_batch + blk * args.sfw_tile_row_bytes + kt * 512 + ((base & 31) + ii) * 16;
+    }
     sf_step = (SC / 2) * 512;
     sf_dst = ring + kStageA + kt * 64 + ii * 16;
     sf_lim = args.tiles_k - kt;
@@ -317,9 +365,18 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
   } else {
     constexpr int kPieces = SC / 8;
     const int m = lane / kPieces, h = lane % kPieces;
-    const int64_t row = base + (m & 3) + 32 * (m >> 2);
-    sf_lane = m < 16 && row < args.N;
-    sf_src = args.sfw + l * args.sfw_batch + (sf_lane ? row : 0) * args.sfw_row + 16 * h;
+    if constexpr (kDual) {  // MMA row m: B1 (m < 8) or B2 row base + (m & 1) + 32 ((m >> 1) & 3)
+      const int64_t row = base + (m & 1) + 32 * ((m >> 1) & 3);
+      sf_lane = m < 16 && row < args.N;
+      const int64_t rr = sf_lane ? row : 0;
+      sf_src = (m >= 8 ? dual->sfw2 + l * dual->sfw2_batch + rr * dual->sfw2_row
+                       : args.sfw + l * args.sfw_batch + rr * args.sfw_row) +
+               16 * h;
+    } else {
+      const int64_t row = base + (m & 3) + 32 * (m >> 2);
+      sf_lane = m < 16 && row < args.N;
+      sf_src = args.sfw + l * args.sfw_batch + (sf_lane ? row : 0) * args.sfw_row + 16 * h;
+    }
     sf_step = 2 * SC;
     sf_dst = ring + kStageA + m * 2 * SC + 16 * h;
     sf_lim = nchunks - 8 * h;
@@ -340,7 +397,12 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
 #pragma unroll
     for (int k = 0; k < kRowsPerLane; ++k) {
       if (!(cp_rows & (1u << k))) continue;
-      const uint8_t* row_src = src + cp_rowoff(k) * cp_wrow;
+      const uint8_t* row_src;
+      if constexpr (kDual)  // copies 4..7: B2's rows
+        row_src = k >= 4 ? cp_src2 + static_cast<int64_t>(gs) * kRowBytes + cp_rowoff(k) * cp_wrow2
+                         : src + cp_rowoff(k) * cp_wrow;
+      else
+        row_src = src + cp_rowoff(k) * cp_wrow;
       const uint32_t row_dst = cp_dst + so + cp_smem_row(cp_rs + kRpi * k);
 #pragma unroll
       for (int c = 0; c < SC / LPR; ++c)
@@ -353,7 +415,9 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
   const int g = lane >> 2, t = lane & 3;
   const uint32_t a_off = (g & 1 ? mma_odd_rows(SC) : 0) + (g >> 1) * kRowBytes + 16 * t;
   const uint32_t sf_off =
-      kBlocked ? kStageA + (t >> 1) * 64 + (t & 1) * 2 + (g & 3) * 16 + (g >> 2) * 4 : kStageA + g * 2 * SC + 2 * t;
+      kBlocked ? (kDual ? kStageA + (t >> 1) * 64 + (t & 1) * 2 + (g & 1) * 16 + (g >> 1) * 4
+                        : kStageA + (t >> 1) * 64 + (t & 1) * 2 + (g & 3) * 16 + (g >> 2) * 4)
+               : kStageA + g * 2 * SC + 2 * t;
   const uint32_t tok = s_tok + static_cast<uint32_t>(g * 64);  // token g of group 0
 
   float sum[NT8][4], acc[NT8][4];
@@ -366,8 +430,15 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
     if (args.pdl >= 2 && n_mine > 0 && cp_p < nchunks - SC * s_begin) {
       const uint8_t* src = cp_src + static_cast<int64_t>(s_begin) * kRowBytes;
 #pragma unroll
-      for (int k = 0; k < kRowsPerLane; ++k)
-        if (cp_rows & (1u << k)) ptx::prefetch_l2(src + cp_rowoff(k) * cp_wrow);
+      for (int k = 0; k < kRowsPerLane; ++k) {
+        if constexpr (kDual) {
+          if (cp_rows & (1u << k))
+            ptx::prefetch_l2(k >= 4 ? cp_src2 + static_cast<int64_t>(s_begin) * kRowBytes + cp_rowoff(k) * cp_wrow2
+                                    : src + cp_rowoff(k) * cp_wrow);
+        } else {
+          if (cp_rows & (1u << k)) ptx::prefetch_l2(src + cp_rowoff(k) * cp_wrow);
+        }
+      }
     }
     ptx::pdl_wait_primary();
     ptx::pdl_launch_dependents();
@@ -400,11 +471,12 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
       if (nc == SC) {
 #pragma unroll
         for (int u = 0; u < SC / 4; ++u)
-          decode_step<NT8, kBlocked, false>(st, a_off, sf_off, tok, u, c0 + 4 * u, t, nc, acc);
+          decode_step<NT8, kBlocked, false, kDual>(st, a_off, sf_off, tok, u, c0 + 4 * u, t, nc, acc);
       } else {
 #pragma unroll
         for (int u = 0; u < SC / 4; ++u)
-          if (4 * u < nc) decode_step<NT8, kBlocked, true>(st, a_off, sf_off, tok, u, c0 + 4 * u, t, nc, acc);
+          if (4 * u < nc)
+            decode_step<NT8, kBlocked, true, kDual>(st, a_off, sf_off, tok, u, c0 + 4 * u, t, nc, acc);
       }
       // The stage's 512-K chain into the round-to-nearest sum.
 #pragma unroll
@@ -427,9 +499,34 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
       if (m < args.M && n < args.N) decode_store(args, l, m, n, v);
     }
   };
+  // Dual: outputs (m, n) from B1's sum d1 and B2's sum d2, act(alpha1 2^28 d1) (alpha2 2^28 d2)
+  // (the alphas may come from the preceding grid: read after griddepcontrol.wait, above).
+  float alpha1 = 0.0f, alpha2 = 0.0f;
+  if constexpr (kDual) {
+    alpha1 = args.alpha_ptr ? *args.alpha_ptr : args.alpha;
+    alpha2 = dual->alpha2_ptr ? *dual->alpha2_ptr : dual->alpha2;
+  }
+  auto put2 = [&](int64_t m, int64_t n, float d1, float d2) {
+    if (m < args.M && n < args.N)
+      decode_store_final(args, l, m, n, EpilogueDual::out_value(dual->act, d1, d2, alpha1, alpha2));
+  };
+  if constexpr (kDual) {
+    if (kc == 1) {
+      if (!task_ok) return;
+      // Lane (g, t): MMA rows g (B1) and g + 8 (B2) = output column n; tokens 8j + 2t (+1).
+      const int64_t n = base + (g & 1) + 32 * (g >> 1);
+#pragma unroll
+      for (int jj = 0; jj < NT8; ++jj) {
+        const int64_t m0 = 8 * jj + 2 * t;
+        put2(m0, n, sum[jj][0], sum[jj][2]);
+        put2(m0 + 1, n, sum[jj][1], sum[jj][3]);
+      }
+      return;
+    }
+  }
   // Lane (g, t): rows r0 = MMA row g, r1 = MMA row g + 8 (= r0 + 64); tokens 8j + 2t (+1).
   const int64_t r0 = base + (g & 3) + 32 * (g >> 2), r1 = r0 + 64;
-  if (kc == 1) {
+  if (!kDual && kc == 1) {
     if (!task_ok) return;
 #pragma unroll
     for (int jj = 0; jj < NT8; ++jj) {
@@ -458,7 +555,7 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
        it += kc * static_cast<int>(blockDim.x)) {
     const int iw = it / (NT8 * 32), ij = (it / 32) % NT8, il = it % 32;
     const int64_t itask = task0 + iw;
-    const int64_t ibase = (itask >> 3) * 128 + 4 * (itask & 7);
+    const int64_t ibase = kDual ? (itask >> 4) * 128 + 2 * (itask & 15) : (itask >> 3) * 128 + 4 * (itask & 7);
     if (itask >= args.tasks_per_batch || ibase >= args.N) continue;
     float4 s = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     for (int q = 0; q < kc; ++q) {  // rank order: deterministic
@@ -469,12 +566,19 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
       s.w += v.w;
     }
     const int ig = il >> 2, itq = il & 3;
-    const int64_t q0 = ibase + (ig & 3) + 32 * (ig >> 2), q1 = q0 + 64;
-    const int64_t m0 = 8 * ij + 2 * itq;
-    put(m0, q0, s.x);
-    put(m0 + 1, q0, s.y);
-    put(m0, q1, s.z);
-    put(m0 + 1, q1, s.w);
+    if constexpr (kDual) {  // the complete sums of B1 (x, y) and B2 (z, w)
+      const int64_t qn = ibase + (ig & 1) + 32 * (ig >> 1);
+      const int64_t m0 = 8 * ij + 2 * itq;
+      put2(m0, qn, s.x, s.z);
+      put2(m0 + 1, qn, s.y, s.w);
+    } else {
+      const int64_t q0 = ibase + (ig & 3) + 32 * (ig >> 2), q1 = q0 + 64;
+      const int64_t m0 = 8 * ij + 2 * itq;
+      put(m0, q0, s.x);
+      put(m0 + 1, q0, s.y);
+      put(m0, q1, s.z);
+      put(m0 + 1, q1, s.w);
+    }
   }
   ptx::cluster_sync_relaxed();  // no CTA leaves while another still reads its partials
 }
@@ -496,6 +600,13 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(co
 template <int NT8, bool kBlocked>
 __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_moe_kernel(const DecodeMoeArgs args) {
   decode_gemm<NT8, kBlocked, true>(args.d, args.offsets, args.alphas, args.experts);
+}
+
+// The dual route (dual_gemm.cu): c = act(alpha1 A B1^T) * (alpha2 A B2^T) for 2..16 tokens, each
+// warp task 8 rows of B1 and the same 8 rows of B2 (decode_plan.hpp "Dual route").
+template <int NT8, bool kBlocked>
+__global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) dual_gemm_decode_kernel(const DecodeDualArgs args) {
+  decode_gemm<NT8, kBlocked, false, true>(args.d, nullptr, nullptr, 0, &args.e);
 }
 
 }  // namespace nvfp4::sm90::gemv_detail
