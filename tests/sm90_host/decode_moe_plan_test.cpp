@@ -1,7 +1,7 @@
 // CPU checks of the packed MoE decode route (no GPU): the route rule (gemm_plan.hpp
 // packed_decode_route), the MoE plan of the decode kernel (gemv/decode_plan.hpp "Packed MoE
 // route": token groups, the slot bound, support, launch shape, kernel parameters), and the
-// chunk numbering the kernel's scan computes (decode_kernel.cuh moe_find_chunk), emulated lane
+// chunk numbering the kernel's scan computes (decode_moe.cuh moe_find_chunk), emulated lane
 // by lane on the host with the same clamp and chunk helpers: over valid ragged tables every
 // token row is computed exactly once within the slot bound; over malformed tables every row
 // touched lies inside [0, total_M). Prints "N passed, N failed".
@@ -242,7 +242,7 @@ static void test_launch() {
     const bool ok = d.unsupported == nullptr && d.nt8 == w.nt8 && d.slots == w.slots &&
                     d.launch.ctas == d.slots * d.launch.groups_per_batch * d.launch.kc &&
                     d.launch.groups_per_batch * d.launch.warps >= tasks &&
-                    (d.launch.kc == 1 || d.launch.stages_per_cta >= kMinClusterStages) &&
+                    (d.launch.kc == 1 || d.launch.stages_per_cta >= kDecodeMinClusterStages) &&
                     d.launch.smem_launch >= d.launch.smem &&
                     mma_ctas_per_sm(info, d.launch.warps, d.launch.smem_launch) >= 1;
     CHECK(ok, "T %lld %lldx%lld: nt8 %d slots %lld wt %d kc %d ctas %lld", (long long)w.T, (long long)w.N,
@@ -269,8 +269,8 @@ static void test_launch() {
           const int64_t tasks = (N + 127) / 128 * 8;
           const int n_stages = static_cast<int>((K / 32 + kMmaSC - 1) / kMmaSC);
           const DecodeLaunch& l = d.launch;
-          const bool ok = d.unsupported == nullptr && d.nt8 == nt8 && (l.warps == 2 || l.warps == 4 || l.warps == 8) &&
-                          (l.kc == 1 || l.kc == 2) && l.kc * l.stages_per_cta >= n_stages &&
+          const bool ok = d.unsupported == nullptr && d.nt8 == nt8 && l.warps >= 2 && l.warps <= kDecodeMaxWarps &&
+                          l.kc >= 1 && l.kc <= kDecodeMaxCluster && l.kc * l.stages_per_cta >= n_stages &&
                           l.tile_cap % kMmaSC == 0 && l.tile_cap > 0 && l.smem <= size_t(info.max_smem_block) &&
                           l.smem_launch <= size_t(info.max_smem_block) && l.groups_per_batch * l.warps >= tasks &&
                           (l.groups_per_batch - 1) * l.warps < tasks && l.ctas == d.slots * l.groups_per_batch * l.kc;

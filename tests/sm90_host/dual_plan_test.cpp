@@ -417,7 +417,7 @@ static void test_decode_route() {
                           (d.launch.groups_per_batch - 1) * d.launch.warps < tasks &&
                           d.launch.ctas == d.launch.groups_per_batch * L * d.launch.kc &&
                           d.launch.kc * d.launch.stages_per_cta >= n_stages &&
-                          (d.launch.kc == 1 || d.launch.stages_per_cta >= kMinClusterStages) &&
+                          (d.launch.kc == 1 || d.launch.stages_per_cta >= kDecodeMinClusterStages) &&
                           d.launch.smem_launch >= d.launch.smem && tasks % 16 == 0 && tasks * 8 >= N &&
                           (tasks - 16) * 8 < N;
           CHECK(ok, "dual launch nt8 %d %lldx%lldx%lld", nt8, (long long)N, (long long)K, (long long)L);

@@ -484,7 +484,7 @@ static MmaKernelInfo decode_info(int nt8) {
 static void test_decode_plan() {
   // token groups and tiles
   CHECK(decode_nt8(2) == 1 && decode_nt8(8) == 1 && decode_nt8(9) == 2 && decode_nt8(16) == 2, "token groups");
-  CHECK(decode_tile_cap(1, 7) == 64 && decode_tile_cap(2, 7) == 64 && decode_tile_cap(2, 1) == kMmaSC,
+  CHECK(decode_tile_cap(1, 7) == 64 && decode_tile_cap(2, 7) == 32 && decode_tile_cap(2, 1) == kMmaSC,
         "token tile caps");
   CHECK(decode_token_tile_bytes(64, 2) == 64 * 16 * 64, "token tile bytes");
   // support
@@ -513,17 +513,18 @@ static void test_decode_plan() {
     p.K = 48;
     CHECK(decode_unsupported(p) != nullptr, "K = 48 taken");
   }
-  // the target shapes on an H100 (132 SMs): the K split (1 or 2) and CTA size that fill the SMs
-  // best (4096 rows: 4-warp CTAs in clusters of 2, measured 27.0 µs at M = 4 against 36.8 with
-  // the 8-warp clusters of 4 it had before kDecodeMaxCluster = 2)
+  // the target shapes on an H100 (132 SMs): the time model's K split and CTA size, two CTAs per
+  // SM (decode_plan.hpp choose_decode_shape; bench/NOTES.md "Decode kernel streaming (issue 22,
+  // session 11)"); clusters of 4 only within the GPC fill (4096x14336: 208 CTAs, not 8-warp
+  // clusters of 4 at one CTA per SM, measured 36.8 µs in session 10: two waves)
   struct Want {
     int64_t N, K;
     int nt8, wt, kc;
     int64_t ctas;
   };
   const Want wants[] = {
-      {7168, 7168, 1, 8, 2, 112},   {4096, 14336, 1, 4, 2, 128}, {14336, 4096, 1, 8, 1, 112},
-      {7168, 7168, 2, 8, 2, 112},   {4096, 14336, 2, 4, 2, 128}, {14336, 4096, 2, 8, 1, 112},
+      {7168, 7168, 1, 8, 4, 224},   {4096, 14336, 1, 5, 4, 208}, {14336, 4096, 1, 7, 2, 256},
+      {7168, 7168, 2, 8, 4, 224},   {4096, 14336, 2, 5, 4, 208}, {14336, 4096, 2, 7, 2, 256},
   };
   for (const Want& w : wants) {
     const MmaKernelInfo info = decode_info(w.nt8);
@@ -531,8 +532,8 @@ static void test_decode_plan() {
     const int64_t tasks = (w.N + 127) / 128 * 8;
     const DecodeShape s = choose_decode_shape(info, w.nt8, nchunks, tasks, 1, kSms);
     const DecodeLaunch d = decode_launch(info, s, w.nt8, nchunks, tasks, 1, kSms);
-    // one CTA per SM (the even-spread cap where two would fit)
-    CHECK(mma_ctas_per_sm(info, d.warps, d.smem_launch) == 1, "%lldx%lld nt8 %d: %d CTAs per SM at %zu B",
+    // two CTAs per SM (16 / 14 / 10 warps)
+    CHECK(mma_ctas_per_sm(info, d.warps, d.smem_launch) == 2, "%lldx%lld nt8 %d: %d CTAs per SM at %zu B",
           (long long)w.N, (long long)w.K, w.nt8, mma_ctas_per_sm(info, d.warps, d.smem_launch), d.smem_launch);
     CHECK(d.unsupported == nullptr && s.wt == w.wt && s.kc == w.kc && d.ctas == w.ctas,
           "%lldx%lld nt8 %d: wt %d kc %d ctas %lld (want %d %d %lld)", (long long)w.N, (long long)w.K, w.nt8, s.wt,
@@ -549,10 +550,14 @@ static void test_decode_plan() {
           const int64_t tasks = (N + 127) / 128 * 8;
           const DecodeShape s = choose_decode_shape(info, nt8, nchunks, tasks, L, kSms);
           const DecodeLaunch d = decode_launch(info, s, nt8, nchunks, tasks, L, kSms);
-          const bool ok = d.unsupported == nullptr && (s.wt == 2 || s.wt == 4 || s.wt == 8) &&
-                          (s.kc == 1 || s.kc == 2) && d.warps == s.wt &&
+          const int per_sm = mma_ctas_per_sm(info, d.warps, d.smem_launch);
+          const bool ok = d.unsupported == nullptr && s.wt >= 2 && s.wt <= kDecodeMaxWarps &&
+                          s.kc >= 1 && s.kc <= kDecodeMaxCluster && d.warps == s.wt &&
                           d.kc * d.stages_per_cta >= n_stages && (d.kc - 1) * d.stages_per_cta < n_stages &&
-                          (d.kc == 1 || d.stages_per_cta >= kMinClusterStages) && d.tile_cap % kMmaSC == 0 &&
+                          (d.kc == 1 || d.stages_per_cta >= kDecodeMinClusterStages) &&
+                          // clusters of 3 / 4 within the GPC fill of the CTA slots (one wave)
+                          (d.kc <= 2 || d.ctas <= kDecodeClusterFill * kSms * per_sm) &&
+                          d.tile_cap % kMmaSC == 0 &&
                           d.tile_cap <= decode_tile_chunks(nt8) && d.tile_cap > 0 &&
                           d.smem <= static_cast<size_t>(info.max_smem_block) && d.smem_launch >= d.smem &&
                           d.smem_launch <= static_cast<size_t>(info.max_smem_block) &&

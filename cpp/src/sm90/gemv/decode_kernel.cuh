@@ -8,33 +8,10 @@
 // stage, the blocked scales of a 64-element K tile as one 64-byte piece) and replaces the
 // one-token math by fp16 tensor-core MMAs over up to 16 tokens (the route: decode_plan.hpp).
 //
-// Numerics (docs/design.md "Numerics", the sm90a GEMM's contract): every weight element is
-// decoded to e2m1 * 2^-14 in fp16 and multiplied by its block scale (HMUL2, exact:
-// fp4_decode.cuh); every token element the same way, once per CTA, into shared memory.
-// mma.sync m16n8k16 (fp16 in, fp32 accumulate) then multiplies exact products; the chain of
-// one ring stage (512 K) is added into a round-to-nearest fp32 sum (the wgmma GEMM restarts
-// its chains every 512 K for the same reason: Hopper's tensor-core accumulation is not
-// round-to-nearest). c = sum * 2^28 * alpha. Why fp16 and not the GEMV's exact int8 partials
-// per scale block: those need one fp32 scaling per (row, token, block), 4 x 12 instructions
-// per MMA, 2.4x the issue of this kernel at 16 tokens and more than the weights' bytes allow
-// at 32; here the scale work is per weight element and does not grow with M.
-//
-// MMA mapping (warp task = 16 weight rows; lane (g, t) = (lane / 4, lane % 4)). MMA row i
-// is weight row base + (i & 3) + 32 (i >> 2) (the GEMV's task: the blocked scales of a K
-// tile are 64 contiguous bytes). A step u covers 4 consecutive 16-byte chunks (32 K each);
-// lane (g, t) decodes chunk 4u + t of rows g and g + 8: word jw (8 elements) of a row gives
-// 4 fp16 pairs (nibbles p, p + 4; fp4_decode.cuh), pairs 0,1 feed one m16n8k16 (a0/a2 row
-// g, a1/a3 row g + 8), pairs 2,3 the next. So the k slots of quad lane t always hold lane t's
-// own chunk: K is permuted inside each group of 4 chunks, identically for the tokens, whose
-// B fragment (k slots 2t..2t+1, 2t+8..2t+9 of token g) is the same two pairs of the same
-// word of token g's chunk 4u + t. Each word of a row is read and decoded once and used by
-// 2 * NT8 MMAs (NT8 groups of 8 tokens). D element (i, n) is complete per lane (no quad
-// reduction): lane (g, t) holds rows g, g + 8 x tokens 8j + 2t, 8j + 2t + 1.
-//
-// Tokens in shared memory: [chunk][token][4 x 16 B], the 16 bytes of word jw (its 4 decoded
-// pairs) in slot jw ^ (chunk & 3): a quarter warp's LDS.128 (tokens g, g + 1 x chunks
-// t = 0..3 of a step) hit 8 distinct 16-byte bank groups. Tiles of tile_cap chunks, decoded
-// by the whole CTA between two barriers (the rings keep running across them).
+// The kernel is split by job: decode_mma.cuh holds the numerics, the MMA mapping, the token
+// tile and one MMA step; decode_moe.cuh the packed MoE route's chunk scan and row store;
+// decode_dual.cuh the dual route's output. This file: the copy side (the GEMV's rings), the
+// stage loop, the K split's reduction and the three kernels.
 //
 // K split: cluster_k CTAs of a cluster take consecutive stage ranges of the same tasks;
 // each stores its partials into its own (drained) ring memory, and after a cluster barrier
@@ -43,18 +20,8 @@
 // all reads are done. Programmatic dependent launch as in the GEMV: nothing that the
 // preceding grid may write is read before griddepcontrol.wait.
 //
-// Packed MoE route (gemm_decode_moe_kernel, launched by grouped_packed.cu): the same body with
-// the experts as the batch; each CTA first finds its chunk of <= 8 NT8 token rows of one
-// expert from the device offsets (after griddepcontrol.wait), so empty experts get no CTA and
-// an expert with more rows than a chunk gets several (decode_plan.hpp "Packed MoE route").
-//
-// Dual route (dual_gemm_decode_kernel, launched by dual_gemm.cu): the same body with a task's
-// 16 MMA rows = 8 rows of B1 (MMA rows 0..7) and the same 8 rows of B2 (8..15), rows
-// base + (i & 1) + 32 (i >> 1), 16 tasks per 128-row band (decode_plan.hpp "Dual route": a
-// task's blocked scales of each matrix are then 2 whole 16-byte lines). Lane (g, t)'s D rows g
-// and g + 8 are B1's and B2's sums of the same outputs; after the full K sum (and the cluster
-// reduction) the epilogue writes act(alpha1 2^28 d1) * (alpha2 2^28 d2) with the fused dual
-// kernel's function (collective/epilogue_dual.cuh EpilogueDual::out_value).
+// Packed MoE route (gemm_decode_moe_kernel, decode_moe.cuh) and dual route
+// (dual_gemm_decode_kernel, decode_dual.cuh): the same body, selected by template flags.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -62,28 +29,14 @@
 #include <stdint.h>
 
 #include "../collective/epilogue_dual.cuh"
-#include "../collective/fp4_decode.cuh"
 #include "../ptx.cuh"
 #include "common.cuh"
+#include "decode_dual.cuh"
+#include "decode_mma.cuh"
+#include "decode_moe.cuh"
 #include "decode_plan.hpp"
 
 namespace nvfp4::sm90::gemv_detail {
-
-// Dual route: c[l, m, n] = v (already scaled and combined).
-__device__ __forceinline__ void decode_store_final(const DecodeArgs& a, int64_t l, int64_t m, int64_t n, float v) {
-  const int64_t off = l * a.c_batch + m * a.c_row + n * a.c_col;
-  switch (a.c_dtype) {
-    case static_cast<int32_t>(DType::kFloat16):
-      static_cast<__half*>(a.c)[off] = __float2half_rn(v);
-      break;
-    case static_cast<int32_t>(DType::kBFloat16):
-      static_cast<__nv_bfloat16*>(a.c)[off] = __float2bfloat16_rn(v);
-      break;
-    default:
-      static_cast<float*>(a.c)[off] = v;
-      break;
-  }
-}
 
 // c[l, m, n] = v * 2^28 * alpha (the 2^-14 of each decoded operand).
 __device__ __forceinline__ void decode_store(const DecodeArgs& a, int64_t l, int64_t m, int64_t n, float v) {
@@ -101,171 +54,6 @@ __device__ __forceinline__ void decode_store(const DecodeArgs& a, int64_t l, int
       break;
   }
 }
-
-// Packed MoE route: c[row, n] = v * 2^28 * alpha (alpha: the expert's, read once per CTA).
-__device__ __forceinline__ void decode_store_row(const DecodeArgs& a, int64_t row, int64_t n, float v, float alpha) {
-  const float s = v * 268435456.0f * alpha;
-  const int64_t off = row * a.c_row + n * a.c_col;
-  switch (a.c_dtype) {
-    case static_cast<int32_t>(DType::kFloat16):
-      static_cast<__half*>(a.c)[off] = __float2half_rn(s);
-      break;
-    case static_cast<int32_t>(DType::kBFloat16):
-      static_cast<__nv_bfloat16*>(a.c)[off] = __float2bfloat16_rn(s);
-      break;
-    default:
-      static_cast<float*>(a.c)[off] = s;
-      break;
-  }
-}
-
-// Packed MoE route: slot j of the grid -> the j-th chunk of kRows token rows over the
-// non-empty experts in expert order (expert g's chunks cover rows [b_g, e_g) of the token
-// matrix). Each expert's span is clamped (decode_plan.hpp moe_clamp_span), so a malformed
-// table reads and writes inside the operands. Lane i sums
-// the chunks of experts [i q, i q + q) (q = ceil(G / 32): its loads are independent, one
-// round trip), a warp scan finds the lane whose range holds chunk j, that lane walks its
-// experts again (L1 hits). Called by all 32 lanes; every lane gets the answer. false: j is
-// past the last chunk.
-template <int kRows>
-__device__ __forceinline__ bool moe_find_chunk(const int32_t* offsets, int32_t G, int64_t total, int64_t j,
-                                               int64_t& expert, int64_t& row0, int64_t& rows) {
-  const int lane = threadIdx.x & 31;
-  const int32_t q = (G + 31) / 32;
-  const int32_t g0 = min(G, lane * q), g1 = min(G, g0 + q);
-  auto span = [&](int32_t g, int64_t& b, int64_t& e) {
-    moe_clamp_span(__ldcg(offsets + g), __ldcg(offsets + g + 1), total, b, e);
-  };
-  int64_t n = 0;
-#pragma unroll 4
-  for (int32_t g = g0; g < g1; ++g) {
-    int64_t b, e;
-    span(g, b, e);
-    n += moe_chunks(b, e, kRows);
-  }
-  int64_t inc = n;
-#pragma unroll
-  for (int d = 1; d < 32; d <<= 1) {
-    const int64_t v = __shfl_up_sync(0xFFFFFFFFu, inc, d);
-    if (lane >= d) inc += v;
-  }
-  const int64_t first = inc - n;
-  const unsigned hit = __ballot_sync(0xFFFFFFFFu, n > 0 && j >= first && j < inc);
-  if (hit == 0) return false;
-  const int src = __ffs(hit) - 1;
-  int64_t x = 0, r = 0, c = 0;
-  if (lane == src) {
-    int64_t k = j - first;
-    for (int32_t g = g0; g < g1; ++g) {
-      int64_t b, e;
-      span(g, b, e);
-      const int64_t nc = moe_chunks(b, e, kRows);
-      if (k < nc) {
-        x = g;
-        r = b + k * kRows;
-        c = min(static_cast<int64_t>(kRows), e - r);
-        break;
-      }
-      k -= nc;
-    }
-  }
-  expert = __shfl_sync(0xFFFFFFFFu, x, src);
-  row0 = __shfl_sync(0xFFFFFFFFu, r, src);
-  rows = __shfl_sync(0xFFFFFFFFu, c, src);
-  return true;
-}
-
-// D(16x8 f32) += A(16x16 f16) * B(16x8 f16).
-__device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
-                                              uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-      "{%0, %1, %2, %3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-
-// Token chunks [t0, t0 + tn) of batch l -> the shared-memory tile at s_tok (layout above);
-// tokens >= M are zeros.
-// kGrouped (the packed MoE route): tokens m < rows are rows row0 + m of the one token matrix.
-template <int NT8, bool kGrouped = false>
-__device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeArgs& a, int64_t l, int t0, int tn,
-                                                  int64_t row0 = 0, int64_t rows = 0) {
-  constexpr int kMP = 8 * NT8;
-  const uint8_t* xb = a.x + l * a.x_batch;
-  const uint8_t* sb = a.sfx + l * a.sfx_batch;
-  const bool blocked = a.sfx_blocked != 0;
-  for (int idx = threadIdx.x; idx < tn * kMP; idx += blockDim.x) {
-    const int m = idx / tn, c = idx - m * tn;  // consecutive threads: consecutive chunks of a token
-    uint32_t out[16];
-    if (kGrouped ? m < rows : m < a.M) {
-      int64_t r;  // the token's row
-      if constexpr (kGrouped)
-        r = row0 + m;
-      else
-        r = m;
-      const int64_t cg = static_cast<int64_t>(t0) + c;
-      const uint4 q = __ldg(reinterpret_cast<const uint4*>(xb + r * a.x_row + cg * 16));
-      const uint32_t two = ld_bytes2(sb + sf_row_offset(r, blocked, a.sfx_row, a.sfx_tile_row_bytes) +
-                                     sf_chunk_offset(cg, blocked));
-      const uint32_t h = e4m3x2_to_f16x2(two);
-      const uint32_t s0 = bcast_lo(h), s1 = bcast_hi(h);
-      const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
-#pragma unroll
-      for (int jw = 0; jw < 4; ++jw) {
-        const uint32_t sc = jw < 2 ? s0 : s1;
-        out[4 * jw + 0] = decode_pair<0>(qw[jw], sc);
-        out[4 * jw + 1] = decode_pair<1>(qw[jw], sc);
-        out[4 * jw + 2] = decode_pair<2>(qw[jw], sc);
-        out[4 * jw + 3] = decode_pair<3>(qw[jw], sc);
-      }
-    } else {
-#pragma unroll
-      for (int i = 0; i < 16; ++i) out[i] = 0u;
-    }
-    const uint32_t dst = s_tok + static_cast<uint32_t>((c * kMP + m) * 64);
-#pragma unroll
-    for (int jw = 0; jw < 4; ++jw)
-      ptx::sts128(dst + 16 * (jw ^ (c & 3)),
-                  make_uint4(out[4 * jw], out[4 * jw + 1], out[4 * jw + 2], out[4 * jw + 3]));
-  }
-}
-
-// One step u of a stage at `st` (ring address): chunks 4u + t of rows g, g + 8 times the
-// NT8 token groups of tile-relative chunk cs + t (cs = c0 + 4u). kCheck: partial stage,
-// chunks >= nc of it are past K (stale ring and tile data: their fragments are zeroed).
-// kDual: blocked scales of a 64-K tile are B1's 2 lines then B2's (row g + 8: 32 bytes on).
-template <int NT8, bool kBlocked, bool kCheck, bool kDual = false>
-__device__ __forceinline__ void decode_step(uint32_t st, uint32_t a_off, uint32_t sf_off, uint32_t tok, int u,
-                                            int cs, int t, int nc, float (&acc)[NT8][4]) {
-  constexpr uint32_t kSfU = kBlocked ? 128u : 8u, kSfR8 = kBlocked ? (kDual ? 32u : 8u) : 16u * kMmaSC;
-  constexpr uint32_t kA8 = 4 * 16 * kMmaSC;
-  constexpr uint32_t kChunk = 8 * NT8 * 64;  // token tile bytes per chunk
-  const bool live = !kCheck || 4 * u + t < nc;
-  const uint4 x = ptx::lds128(st + a_off + 64 * u);
-  const uint4 y = ptx::lds128(st + a_off + kA8 + 64 * u);
-  uint32_t ha = e4m3x2_to_f16x2(ptx::lds_u16(st + sf_off + kSfU * u));
-  uint32_t hb = e4m3x2_to_f16x2(ptx::lds_u16(st + sf_off + kSfR8 + kSfU * u));
-  if (!live) ha = hb = 0u;  // decoded e2m1 values are finite: x * 0 = 0
-  const uint32_t sa[2] = {bcast_lo(ha), bcast_hi(ha)}, sb[2] = {bcast_lo(hb), bcast_hi(hb)};
-  const uint32_t xw[4] = {x.x, x.y, x.z, x.w}, yw[4] = {y.x, y.y, y.z, y.w};
-  const uint32_t tchunk = tok + static_cast<uint32_t>(cs + t) * kChunk;
-#pragma unroll
-  for (int jw = 0; jw < 4; ++jw) {
-    const uint32_t f0 = decode_pair<0>(xw[jw], sa[jw >> 1]), g0 = decode_pair<0>(yw[jw], sb[jw >> 1]);
-    const uint32_t f1 = decode_pair<1>(xw[jw], sa[jw >> 1]), g1 = decode_pair<1>(yw[jw], sb[jw >> 1]);
-    const uint32_t f2 = decode_pair<2>(xw[jw], sa[jw >> 1]), g2 = decode_pair<2>(yw[jw], sb[jw >> 1]);
-    const uint32_t f3 = decode_pair<3>(xw[jw], sa[jw >> 1]), g3 = decode_pair<3>(yw[jw], sb[jw >> 1]);
-#pragma unroll
-    for (int j = 0; j < NT8; ++j) {
-      uint4 b = ptx::lds128(tchunk + static_cast<uint32_t>(j * 8 * 64) + 16u * (jw ^ t));
-      if (!live) b = make_uint4(0u, 0u, 0u, 0u);  // stale tile bytes may be NaN / Inf
-      mma_f16_16816(acc[j], f0, g0, f1, g1, b.x, b.y);
-      mma_f16_16816(acc[j], f2, g2, f3, g3, b.z, b.w);
-    }
-  }
-}
-
 // CTA = Wt warp tasks (blockDim = 32 Wt), each warp one task over this rank's K stages.
 // kGrouped: the packed MoE route (gemm_decode_moe_kernel below); dense: offsets, alphas,
 // experts unused. kDual: the dual route (dual_gemm_decode_kernel below; `dual` its B2 and

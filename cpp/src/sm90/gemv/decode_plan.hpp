@@ -66,13 +66,17 @@ constexpr int64_t kDecodeMinTokens = 2;
 constexpr int64_t kDecodeMaxTokens = 16;
 constexpr int64_t kDecodeMinRows = 4096;
 inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : 2; }
-// Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile: 64
-// chunks (2048 K) = 32 / 64 KB for 8 / 16 tokens (with the 8 warps' rings, 75 KB).
-inline int decode_tile_chunks(int /*nt8*/) { return 64; }
+// Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile: 32 KB, i.e.
+// 64 chunks (2048 K) for 8 tokens, 32 for 16, so that two 8-warp CTAs (32 KB + 73 KB of rings
+// + 1 KB each) fit on an SM for either token count (bench/NOTES.md "Decode kernel streaming").
+inline int decode_tile_chunks(int nt8) { return nt8 == 1 ? 64 : 32; }
 constexpr int kDecodeMaxWarps = 8;
-// Cluster split of K: 1 or 2 CTAs. Splits of 4 measured slower than the tiled GEMM where the
-// plan chose them (4096x14336 M=4: 36.8 µs with 4, 27.0 with <= 2; tiled 33.4).
-constexpr int kDecodeMaxCluster = 2;
+// Cluster split of K: up to 4 CTAs, each rank >= kDecodeMinClusterStages stages and none empty.
+// (Session 10 measured clusters of 4 slower, 4096x14336 M=4 36.8 µs against 27.0: 32 clusters
+// of 4 at one CTA per SM, where the H100 holds 30 at a time, i.e. two waves; at two CTAs per
+// SM it holds ~66. The shape model below counts the waves from the CTAs per SM only.)
+constexpr int kDecodeMaxCluster = 4;
+constexpr int kDecodeMinClusterStages = 3;
 
 // Why the decode kernel cannot take p (nullptr: it can). Same operand rules as the MMA
 // GEMV (gemv_alignment): 16-byte aligned weight and token rows, weight scales as 16-byte
@@ -115,30 +119,55 @@ inline int decode_tile_cap(int nt8, int stages_per_cta) {
   return need < decode_tile_chunks(nt8) ? need : decode_tile_chunks(nt8);
 }
 
-// Picks (wt, kc): the grid score of the MMA GEMV (mma_grid_score: balance of the last wave
-// x warps resident per SM) times the share of the CTA's work that is weights, 1 / (1 +
-// 0.25 * tokens / rows): every CTA decodes its tokens for its K range once (about a quarter
-// of a weight element's cost per token element: no scale product per MMA row). A cluster
-// split only while each rank keeps >= kMinClusterStages stages and for a clear gain (+5%:
-// relative, since a grid far below the SMs scores near 0 whatever it does).
-// Not tuned on a device (bench/NOTES.md "Decode-regime GEMM").
+// Picks (wt, kc) by a time model of the busiest SM (bench/NOTES.md "Decode kernel streaming
+// (issue 22, session 11)"). The kernel is issue-bound, not copy-bound: NCU on 7168^2 M = 4
+// (8 warps per SM) shows 34% DRAM throughput, 0.52 warp instructions per scheduler cycle and
+// the stalls on fixed-latency dependencies (decode chains), not on the cp.async waits. So an
+// SM's time = its warp stages (16 rows x 512 K each, ~1.2k instructions) / the issue
+// efficiency of its resident warps, w / (w + kDecodeLatencyWarps) (4 warps per SM ran 1.4x
+// slower than 8 on the same warp stages: 4096x14336 against 7168^2). Every CTA also decodes
+// its tokens for its K range (~kDecodeTokenCost warp stages per stage and token group).
+// Candidates: Wt = 2..8 tasks per CTA (any count: 7 x 64 = 448 tasks of 7168 rows), K split
+// over kc = 1..4 CTAs; CTAs spread evenly (the even-spread cap of decode_launch), so the
+// busiest SM holds ceil(CTAs / SMs) of them, or, past one wave, per_sm per wave. A split
+// only for a clear gain (3%). Not tuned on a device yet.
+constexpr double kDecodeLatencyWarps = 6.0;
+constexpr double kDecodeTokenCost = 0.3;
+constexpr double kDecodeClusterFill = 0.88;
+inline double decode_issue_eff(int warps) { return warps / (warps + kDecodeLatencyWarps); }
+// Model time (warp stages / efficiency) of one shape; < 0 where it cannot launch.
+inline double decode_shape_time(const MmaKernelInfo& info, int nt8, int n_stages, int64_t tasks_per_batch, int64_t L,
+                                int sm_count, int wt, int kc) {
+  const int spc = mma_stages_per_cta(n_stages, kc);
+  if (kc > 1 && (spc < kDecodeMinClusterStages || (kc - 1) * spc >= n_stages)) return -1.0;
+  const int per_sm = mma_ctas_per_sm(info, wt, decode_smem_bytes(decode_tile_cap(nt8, spc), nt8, wt));
+  if (per_sm <= 0 || sm_count <= 0) return -1.0;
+  const int64_t ctas = L * ((tasks_per_batch + wt - 1) / wt) * kc;
+  int64_t share = (ctas + sm_count - 1) / sm_count, waves = 1;
+  if (share > per_sm) {
+    const int64_t slots = static_cast<int64_t>(sm_count) * per_sm;
+    waves = (ctas + slots - 1) / slots;
+    share = per_sm;
+  }
+  // Clusters of 3 and 4 must fit in a GPC: the H100 holds 117 / 120 such CTAs at one per SM
+  // (NCU's cluster occupancy, 39 and 30 clusters) against 132 for clusters of 2; a grid over
+  // that fill of its CTA slots would run a second wave.
+  if (kc > 2 && static_cast<double>(ctas) > kDecodeClusterFill * static_cast<double>(sm_count) * share)
+    return -1.0;
+  const double work = static_cast<double>(share) * (wt * spc + kDecodeTokenCost * nt8 * spc);
+  return static_cast<double>(waves) * work / decode_issue_eff(static_cast<int>(share) * wt);
+}
 inline DecodeShape choose_decode_shape(const MmaKernelInfo& info, int nt8, int nchunks, int64_t tasks_per_batch,
                                        int64_t L, int sm_count) {
   const int n_stages = (nchunks + kMmaSC - 1) / kMmaSC;
   DecodeShape best_shape;
   double best = -1.0;
-  for (int kc = 1; kc <= kDecodeMaxCluster; kc *= 2) {
-    const int spc = mma_stages_per_cta(n_stages, kc);
-    if (kc > 1 && spc < kMinClusterStages) break;
-    const int tile_cap = decode_tile_cap(nt8, spc);
-    for (int w = kDecodeMaxWarps; w >= 2; w /= 2) {
-      const int per_sm = mma_ctas_per_sm(info, w, decode_smem_bytes(tile_cap, nt8, w));
-      if (per_sm <= 0) continue;
-      const double ctas = static_cast<double>(L * ((tasks_per_batch + w - 1) / w) * kc);
-      const double weights_share = 1.0 / (1.0 + 0.25 * (8.0 * nt8) / (16.0 * w));
-      const double score = mma_grid_score(ctas, sm_count, per_sm, w) * weights_share;
-      if (score > (kc > 1 ? best * 1.05 : best + 1e-9)) {
-        best = score;
+  for (int kc = 1; kc <= kDecodeMaxCluster; ++kc) {
+    for (int w = kDecodeMaxWarps; w >= 2; --w) {
+      const double t = decode_shape_time(info, nt8, n_stages, tasks_per_batch, L, sm_count, w, kc);
+      if (t < 0.0) continue;
+      if (best < 0.0 || t < (kc > 1 ? best * 0.97 : best * (1.0 - 1e-9))) {
+        best = t;
         best_shape.wt = w;
         best_shape.kc = kc;
       }
@@ -173,9 +202,9 @@ inline DecodeLaunch decode_launch(const MmaKernelInfo& info, DecodeShape shape, 
   r.ctas = r.groups_per_batch * L * r.kc;
   if (r.ctas > 0x7FFFFFFF) r.unsupported = "sm90a decode gemm: grid too large";
   // Even spread (the MMA GEMV's cap, plan.hpp mma_launch): where more CTAs fit on an SM than
-  // the grid's per-SM share (<= 8 tokens: 2 fit; the benchmark shapes' 112-128 CTAs need 1),
-  // extra shared memory caps them at the share, so that the block scheduler cannot stack two
-  // CTAs (or the two of a cluster) on one SM while others idle.
+  // the grid's per-SM share (e.g. 2 fit, 128 CTAs need 1), extra shared memory caps them at
+  // the share, so that the block scheduler cannot stack CTAs on one SM while others idle (the
+  // shape model assumes this spread).
   r.smem_launch = even_spread_smem(info, r.warps, r.smem, r.ctas, sm_count);
   return r;
 }
@@ -339,7 +368,7 @@ struct DecodeMoeArgs {
 // Expert g's token rows [b, e) from the raw table entries (offsets[g], offsets[g+1]), clamped as
 // the tiled MoE kernel clamps them (b in [0, total], e in [b, total]): whatever the table holds,
 // every row read and written is inside the operands. Its chunks of r rows: ceil((e - b) / r).
-// (Shared by the kernel's chunk scan, decode_kernel.cuh moe_find_chunk, and the CPU tests.)
+// (Shared by the kernel's chunk scan, decode_moe.cuh moe_find_chunk, and the CPU tests.)
 NVFP4_HD void moe_clamp_span(int64_t b_raw, int64_t e_raw, int64_t total, int64_t& b, int64_t& e) {
   b = b_raw < 0 ? 0 : (b_raw > total ? total : b_raw);
   e = e_raw < b ? b : (e_raw > total ? total : e_raw);

@@ -1,0 +1,38 @@
+// The dual route's output of the decode kernel (decode_kernel.cuh dual_gemm_decode_kernel,
+// launched by dual_gemm.cu).
+//
+// Dual route (dual_gemm_decode_kernel, launched by dual_gemm.cu): the same body with a task's
+// 16 MMA rows = 8 rows of B1 (MMA rows 0..7) and the same 8 rows of B2 (8..15), rows
+// base + (i & 1) + 32 (i >> 1), 16 tasks per 128-row band (decode_plan.hpp "Dual route": a
+// task's blocked scales of each matrix are then 2 whole 16-byte lines). Lane (g, t)'s D rows g
+// and g + 8 are B1's and B2's sums of the same outputs; after the full K sum (and the cluster
+// reduction) the epilogue writes act(alpha1 2^28 d1) * (alpha2 2^28 d2) with the fused dual
+// kernel's function (collective/epilogue_dual.cuh EpilogueDual::out_value).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <stdint.h>
+
+#include "../collective/epilogue_dual.cuh"
+#include "decode_plan.hpp"
+
+namespace nvfp4::sm90::gemv_detail {
+
+// Dual route: c[l, m, n] = v (already scaled and combined).
+__device__ __forceinline__ void decode_store_final(const DecodeArgs& a, int64_t l, int64_t m, int64_t n, float v) {
+  const int64_t off = l * a.c_batch + m * a.c_row + n * a.c_col;
+  switch (a.c_dtype) {
+    case static_cast<int32_t>(DType::kFloat16):
+      static_cast<__half*>(a.c)[off] = __float2half_rn(v);
+      break;
+    case static_cast<int32_t>(DType::kBFloat16):
+      static_cast<__nv_bfloat16*>(a.c)[off] = __float2bfloat16_rn(v);
+      break;
+    default:
+      static_cast<float*>(a.c)[off] = v;
+      break;
+  }
+}
+
+}  // namespace nvfp4::sm90::gemv_detail
