@@ -60,6 +60,16 @@ for be in backends:
                                   out_dtype="float32", backend=be)
     moe_bad = cp.asarray(np.array([0, 9, 3, -5, 2 ** 31 - 1] + [4] * 12, dtype=np.int32))
     nvfp4.grouped_gemm_packed(fp4(12, 128), sf(12, 16), fp4(16, 512, 128), sf(16, 512, 16), moe_bad, backend=be)
+    # the packed tiled route (sm90a: kernel/grouped_packed_gemm.cuh, the persistent grouped walk):
+    # experts of 300 / 0 / 129 / 1 / 70 rows on 16 weight tiles = 144 tiles (CTAs walking two tiles
+    # on 132 SMs: the ring carried across experts), K = 96; then overlapping spans past the bound
+    T, counts = 500, (300, 0, 129, 1, 70)
+    tiled_offs = cp.asarray(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32))
+    nvfp4.grouped_gemm_packed(fp4(T, 48), sf(T, 6), fp4(5, 2048, 48), sf(5, 2048, 6), tiled_offs,
+                              alphas=cp.asarray(np.full(5, 0.5, np.float32)), backend=be)
+    tiled_bad = cp.asarray(np.array([0, 200, 0, 200, 0], dtype=np.int32))
+    nvfp4.grouped_gemm_packed(fp4(200, 32), sf(200, 4), fp4(4, 136, 32), sf(4, 136, 4), tiled_bad,
+                              out_dtype="float32", backend=be)
     if be == "sm90a":
         # the pre-decoded GEMM path (token pre-decode pass, TMA box fitted to M < 128, split-K
         # cluster reduction): K slices longer than one unpromoted chain (blocked scales: bulk

@@ -14,7 +14,14 @@
 //  4. invariants over random ragged problems: every tile of every group numbered exactly once
 //     and found again by the kernel's lookup (a binary search over tile_begin), every
 //     workspace row belongs to exactly one group (the pass's lookup over x_row), kpad covers
-//     every group's K, grid <= SMs.
+//     every group's K, grid <= SMs;
+//  5. the packed MoE API's tiled route on the same persistent walk (gemm_plan.hpp "Packed MoE
+//     GEMM", kernel/grouped_packed_gemm.cuh PackedTiles::find emulated lane by lane, with the
+//     cursor carried along each CTA's walk): over random valid offset tables (empty experts,
+//     experts of > 128 rows) every (expert, token tile, weight tile) computed exactly once by
+//     the persistent CTAs and the host's bound never short; over malformed tables (decreasing,
+//     negative, past total_M) every tile's rows inside the token matrix, the walk bounded, and
+//     each CTA's cursor reading the table once (plus one window per tile).
 // Prints "N passed, N failed".
 #include <stdint.h>
 #include <stdio.h>
@@ -292,10 +299,154 @@ static void test_random() {
   }
 }
 
+// ---- 5. packed MoE: the device tile walk ---------------------------------------------------
+
+static PackedGroupedGemmProblem packed(int32_t G, int64_t total_M, int64_t N, int64_t K) {
+  PackedGroupedGemmProblem p;
+  p.G = G;
+  p.total_M = total_M;
+  p.N = N;
+  p.K = K;
+  p.a = Fp4Operand{addr(uintptr_t{1} << 20), K / 2, 0};
+  p.b = Fp4Operand{addr(uintptr_t{1} << 32), K / 2, N * K / 2};
+  p.sfa = ScaleOperand{addr(uintptr_t{3} << 32), NVFP4_SF_LINEAR, K / 16, 0};
+  p.sfb = ScaleOperand{addr(uintptr_t{5} << 32), NVFP4_SF_LINEAR, K / 16, N * (K / 16)};
+  p.c.data = reinterpret_cast<void*>(uintptr_t{7} << 32);
+  p.c.dtype = DType::kFloat16;
+  p.c.row_stride = N;
+  p.c.col_stride = 1;
+  return p;
+}
+
+// PackedTiles::Cursor and find(), one warp emulated lane by lane (the same steps: clamped
+// spans of a window of 32 experts, inclusive scan, window total, ballot of the first lane whose
+// tiles pass j).
+struct WalkCursor {
+  int32_t base = 0;
+  int64_t before = 0;
+  int32_t g = 0;
+  int64_t row0 = 0, rows = 0, x0 = 0, w0 = 0;
+  int64_t windows = 0;  // windows loaded (test only)
+};
+static bool walk_find(const std::vector<int32_t>& off, int32_t G, int64_t total_M, int32_t tiles_w, int64_t t,
+                      WalkCursor& c) {
+  const int64_t j = t / tiles_w;
+  for (; c.base < G; c.base += 32) {
+    ++c.windows;
+    int64_t b[32], e[32], n[32], inc[32];
+    for (int lane = 0; lane < 32; ++lane) {
+      const int32_t g = c.base + lane;
+      b[lane] = e[lane] = 0;
+      if (g < G) gemv_detail::moe_clamp_span(off[g], off[g + 1], total_M, b[lane], e[lane]);
+      n[lane] = packed_token_tiles(b[lane], e[lane]);
+      inc[lane] = n[lane] + (lane > 0 ? inc[lane - 1] : 0);
+    }
+    const int64_t window = inc[31];
+    if (j < c.before + window) {
+      int src = 0;
+      while (!(c.before + inc[src] > j)) ++src;
+      const int64_t first = c.before + inc[src] - n[src];
+      c.g = c.base + src;
+      c.row0 = b[src];
+      c.rows = e[src] - b[src];
+      c.x0 = (j - first) * 128;
+      c.w0 = (t - j * tiles_w) * 128;
+      return true;
+    }
+    c.before += window;
+  }
+  return false;
+}
+
+static void test_packed_walk() {
+  std::mt19937_64 rng(2121);
+  for (int it = 0; it < 300; ++it) {
+    const bool malformed = it % 3 == 2;
+    const int32_t G = 1 + static_cast<int32_t>(rng() % (it % 5 == 0 ? 300 : 70));
+    const int64_t N = 32 * (1 + static_cast<int64_t>(rng() % 40));
+    const int64_t K = 256;
+    // rows: mostly top-k-like ragged, some experts empty, some over 128 rows
+    std::vector<int32_t> off(G + 1, 0);
+    for (int32_t g = 0; g < G; ++g) {
+      const int r = static_cast<int>(rng() % 10);
+      const int32_t m = r < 3 ? 0 : r < 8 ? static_cast<int32_t>(rng() % 130) : static_cast<int32_t>(rng() % 700);
+      off[g + 1] = off[g] + m;
+    }
+    int64_t total_M = off[G];
+    if (total_M == 0) total_M = 1 + static_cast<int64_t>(rng() % 300);  // (the API's total_M is the A matrix's)
+    if (malformed)
+      for (int32_t g = 0; g <= G; ++g)
+        if (rng() % 3 == 0) off[g] = static_cast<int32_t>(static_cast<int64_t>(rng() % (total_M + 400)) - 200);
+    const PackedPlan plan = plan_packed(packed(G, total_M, N, K));
+    if (!(plan.unsupported == nullptr && !plan.empty)) {
+      CHECK(false, "it %d: plan %s", it, plan.unsupported ? plan.unsupported : "empty");
+      continue;
+    }
+    const int sms = it % 2 ? 132 : 1 + static_cast<int>(rng() % 20);
+    const int64_t grid = packed_grid(plan, sms);
+    CHECK(grid >= 1 && grid <= sms && grid <= plan.tiles && plan.tiles == plan.slots * plan.tiles_w &&
+              plan.tiles_w == (N + 127) / 128,
+          "it %d: grid %lld tiles %lld", it, static_cast<long long>(grid), static_cast<long long>(plan.tiles));
+    // the device's tile count over the clamped spans
+    int64_t device_tiles = 0;
+    for (int32_t g = 0; g < G; ++g) {
+      int64_t b, e;
+      gemv_detail::moe_clamp_span(off[g], off[g + 1], total_M, b, e);
+      device_tiles += packed_token_tiles(b, e) * plan.tiles_w;
+    }
+    if (!malformed)
+      CHECK(device_tiles <= plan.tiles, "it %d: bound %lld short of %lld tiles", it,
+            static_cast<long long>(plan.tiles), static_cast<long long>(device_tiles));
+    std::vector<int64_t> seen;  // (g, x0 / 128, w0 / 128) counts, valid tables
+    std::vector<int64_t> first_tile(G + 1, 0);
+    for (int32_t g = 0; g < G; ++g) first_tile[g + 1] = first_tile[g] + packed_token_tiles(off[g], off[g + 1]);
+    if (!malformed) seen.assign(static_cast<size_t>(first_tile[G] * plan.tiles_w), 0);
+    bool inside = true, match = true, windows_ok = true;
+    int64_t computed = 0;
+    for (int64_t cta = 0; cta < grid; ++cta) {
+      WalkCursor producer, consumer;  // two warps of the CTA, each with its cursor
+      int64_t steps = 0;
+      for (int64_t t = cta; t < plan.tiles; t += grid) {
+        const bool fp = walk_find(off, G, total_M, static_cast<int32_t>(plan.tiles_w), t, producer);
+        const bool fc = walk_find(off, G, total_M, static_cast<int32_t>(plan.tiles_w), t, consumer);
+        match = match && fp == fc && (!fp || (producer.g == consumer.g && producer.x0 == consumer.x0 &&
+                                               producer.w0 == consumer.w0 && producer.rows == consumer.rows));
+        if (!fp) break;
+        ++steps;
+        ++computed;
+        const WalkCursor& c = producer;
+        // rows read: row0 + x0 .. (TMA zero-fills past total_M); rows written: < rows of [row0, ..)
+        inside = inside && c.g >= 0 && c.g < G && c.row0 >= 0 && c.row0 + c.rows <= total_M && c.x0 >= 0 &&
+                 c.x0 < c.rows && c.w0 >= 0 && c.w0 < N;
+        if (!malformed && inside) {
+          const int64_t u = (first_tile[c.g] + c.x0 / 128) * plan.tiles_w + c.w0 / 128;
+          match = match && c.row0 == off[c.g] && c.rows == off[c.g + 1] - off[c.g] && c.x0 % 128 == 0 &&
+                  c.w0 % 128 == 0 && u < static_cast<int64_t>(seen.size());
+          if (match) ++seen[u];
+        }
+      }
+      windows_ok = windows_ok && producer.windows <= (G + 31) / 32 + steps + 1;
+    }
+    CHECK(inside, "it %d: a tile outside the operands", it);
+    CHECK(match, "it %d: producer and consumer cursors disagree, or a tile not the expert's", it);
+    CHECK(windows_ok, "it %d: a cursor read the table more than once", it);
+    if (!malformed) {
+      bool once = computed == device_tiles;
+      for (int64_t v : seen) once = once && v == 1;
+      CHECK(once, "it %d: %lld tiles computed, %lld expected, not each once", it, static_cast<long long>(computed),
+            static_cast<long long>(device_tiles));
+    } else {
+      CHECK(computed <= plan.tiles && computed <= device_tiles, "it %d: malformed: %lld tiles", it,
+            static_cast<long long>(computed));
+    }
+  }
+}
+
 int main() {
   test_benchmark();
   test_table_and_fallbacks();
   test_split_modes_box();
   test_random();
+  test_packed_walk();
   return check_summary();
 }

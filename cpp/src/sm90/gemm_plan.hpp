@@ -353,11 +353,22 @@ inline bool packed_decode_route(const PackedGroupedGemmProblem& p) {
          gemv_detail::decode_moe_unsupported(p) == nullptr;
 }
 
+// Tiled route: the token pass, then the grouped GEMM's persistent walk over every expert's tiles
+// (kernel/grouped_packed_gemm.cuh nvfp4_sm90_moe_kernel), tiles found on the device from the
+// offsets. Token tiles of expert g: packed_token_tiles(b_g, e_g) over its clamped span
+// (gemv_detail::moe_clamp_span), numbered expert by expert, weight tile fastest. The host knows
+// only the bound: slots = ceil((total_M + 127 G) / 128) token tiles (sum_g ceil(M_g / 128) <=
+// (total_M + 127 G) / 128 for any valid table), tiles = slots x tiles_w; grid = min(SMs, tiles)
+// persistent CTAs (packed_grid); tiles the device finds past the bound (only overlapping spans)
+// are not computed.
+NVFP4_HD int64_t packed_token_tiles(int64_t b, int64_t e) { return (e - b + kTileX - 1) / kTileX; }
+
 struct PackedPlan {
   const char* unsupported = nullptr;
   bool empty = false;      // nothing to compute
-  int64_t slots = 0;       // token-tile slots (grid y): the upper bound ceil((total_M + 127 G) / 128)
-  int64_t tiles_w = 0;     // weight tiles (grid x)
+  int64_t slots = 0;       // token-tile slots: the upper bound ceil((total_M + 127 G) / 128)
+  int64_t tiles_w = 0;     // weight tiles
+  int64_t tiles = 0;       // the walk's bound: slots x tiles_w
   int32_t num_kb = 0;
   int32_t x_box_rows = 0;
   int32_t sf_mode = kScaleSync;              // the weights' scales
@@ -383,7 +394,10 @@ inline PackedPlan plan_packed(const PackedGroupedGemmProblem& p) {
     return refuse("sm90a grouped gemm packed: fp4 operands need 16-byte aligned rows");
   g.slots = (p.total_M + static_cast<int64_t>(p.G) * (kTileX - 1)) / kTileX;
   g.tiles_w = (p.N + kTileW - 1) / kTileW;
+  // (slots: the one-CTA-per-slot kernel's grid y limit, kept: it bounds G, whose offsets every
+  // CTA of the walk scans, to ~66k)
   if (g.slots > 65535 || g.tiles_w > 0x7FFFFFFF) return refuse("sm90a grouped gemm packed: grid too large");
+  g.tiles = g.slots * g.tiles_w;
   g.workspace_bytes = token_workspace_bytes(p.total_M, p.K, 1);
   if (g.workspace_bytes > kTokenWorkspaceMaxBytes)
     return refuse("sm90a grouped gemm packed: token workspace over 1 GiB");
@@ -394,6 +408,12 @@ inline PackedPlan plan_packed(const PackedGroupedGemmProblem& p) {
   g.sf_mode = scales_tma(p.sfb, p.G) ? kScaleTma : g.sf_mode_without_tma;
   g.c_vec4 = out_vec4(p.c, 1);
   return g;
+}
+
+// Persistent CTAs of the tiled route: one per SM at most, no more than the bound of tiles.
+inline int64_t packed_grid(const PackedPlan& g, int sm_count) {
+  const int64_t sms = sm_count > 0 ? sm_count : 1;
+  return g.tiles < sms ? g.tiles : sms;
 }
 
 }  // namespace nvfp4::sm90

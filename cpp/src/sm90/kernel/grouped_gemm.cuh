@@ -12,7 +12,10 @@
 //      - kSplit = false (the tiles fill the SMs): persistent, min(tiles, SMs) CTAs walk tiles
 //        t = blockIdx.x, + gridDim.x, ... with the ring carried across tiles and fragment
 //        stores straight from registers (the persistent GEMM, gemm_persistent.cuh: warp 0
-//        loads the next tile while the consumers store the last);
+//        loads the next tile while the consumers store the last). The walk is the grouped
+//        family's (grouped_walk.cuh), shared with the packed MoE API's tiled route
+//        (grouped_packed_gemm.cuh), whose tiles come from device offsets instead of this
+//        table (GroupedListTiles below is this kernel's tile source);
 //      - kSplit = true (fewer tiles than SMs): split-K over clusters of `splits` CTAs, one
 //        wave, each cluster one tile, reduced through distributed shared memory
 //        (predecoded_tile.cuh, as the pre-decoded GEMM).
@@ -45,6 +48,7 @@
 #include "../grouped_plan.hpp"
 #include "../ptx.cuh"
 #include "gemm_params.cuh"
+#include "grouped_walk.cuh"
 #include "predecoded_tile.cuh"
 
 #include "token_predecode_rows.cuh"
@@ -161,42 +165,27 @@ __device__ __forceinline__ GemmParams grouped_gemm_params(const GroupedParams& p
   return q;
 }
 
-// kSplit = false: the persistent walk over the tiles (one CTA per SM at most).
-__device__ __forceinline__ void grouped_persistent(MainloopRSPredecoded::SharedStorage& s, const GroupedParams& p) {
-  using MainloopPre = MainloopRSPredecoded;
-  if (threadIdx.x < 128) {
-    ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
-    if (threadIdx.x < 32) {
-      MainloopPre::RingCursor rc;
-      int32_t prev = -1;
-#pragma unroll 1
-      for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
-        const GroupedTile tile = grouped_tile(p, t);
-        const GemmParams q = grouped_gemm_params(p, tile.g);
-        if (tile.g != prev && (threadIdx.x & 31) == 0) {
-          ptx::tma_prefetch_desc(&p.w[tile.g]);
-          prev = tile.g;
-        }
-        const MainloopPre::TmaDescs tm{&p.w[tile.g], &p.xh, &p.sfw[tile.g]};
-        MainloopPre::run_producer(s, tm, q, tile.w0, p.g[tile.g].x_row + tile.x0, 0, 0, q.num_kb, rc, 0);
-      }
+// kSplit = false: the persistent walk (grouped_walk.cuh) over the table's tiles.
+struct GroupedListTiles {
+  const GroupedParams& p;
+  __device__ __forceinline__ int64_t end() const { return p.tiles; }
+  static constexpr bool kFind = false;  // every tile < end() exists
+  struct Cursor {};
+  __device__ __forceinline__ GroupedWalkLoad load(int64_t t, int32_t& prev, Cursor&) const {
+    const GroupedTile tile = grouped_tile(p, t);
+    const GemmParams q = grouped_gemm_params(p, tile.g);
+    if (tile.g != prev && (threadIdx.x & 31) == 0) {
+      ptx::tma_prefetch_desc(&p.w[tile.g]);
+      prev = tile.g;
     }
-  } else {
-    ptx::setmaxnreg_inc<MainloopPre::kConsumerRegs>();
-    const int ctid = threadIdx.x - 128;
-    MainloopPre::ConsumerState c = MainloopPre::init_consumer(s, p.base);
-    ptx::pdl_wait_primary();  // alphas and C belong to the grids before until then
-#pragma unroll 1
-    for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
-      const GroupedTile tile = grouped_tile(p, t);
-      const GemmParams q = grouped_gemm_params(p, tile.g);
-      const float alpha = load_alpha(q);  // (its latency hides behind the main loop)
-      float sum[64];
-      MainloopPre::run_segment(s, c, 0, q.num_kb, sum);
-      EpilogueClusterReduce::store_fragment(q, ctid, sum, tile.w0, tile.x0, 0, alpha);
-    }
+    const MainloopRSPredecoded::TmaDescs tm{&p.w[tile.g], &p.xh, &p.sfw[tile.g]};
+    return GroupedWalkLoad{tm, q, tile.w0, p.g[tile.g].x_row + tile.x0, 0};
   }
-}
+  __device__ __forceinline__ GroupedWalkTile tile(int64_t t, Cursor&) const {
+    const GroupedTile tile = grouped_tile(p, t);
+    return GroupedWalkTile{grouped_gemm_params(p, tile.g), tile.w0, tile.x0};
+  }
+};
 
 // kSplit = true: cluster blockIdx.x / splits computes tile blockIdx.x / splits, this CTA its
 // K slice (the formula of tile_scheduler.cuh); grid = tiles * splits <= SMs.
@@ -227,7 +216,7 @@ __global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
   if constexpr (kSplit)
     grouped_split_tile(s, p);
   else
-    grouped_persistent(s, p);
+    grouped_persistent_walk(s, p.base, GroupedListTiles{p});
 }
 
 }  // namespace nvfp4::sm90

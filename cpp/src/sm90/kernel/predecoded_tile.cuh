@@ -4,7 +4,7 @@
 // consumer warpgroups run the main loop over K blocks kb0 .. kb0 + nkb - 1, then the
 // epilogue reduces the `splits` tiles of the cluster and stores rows x0.. of output batch
 // `lc` (rows < p.M, columns < p.N). Shared by the pre-decoded GEMM kernel (gemm_predecoded.cuh)
-// and the packed MoE kernel (grouped_packed.cu), whose expert tiles differ only in these origins.
+// and the grouped GEMM's split-K form (grouped_gemm.cuh), whose tiles differ only in these origins.
 // kTileX = tokens per tile (mainloop_rs_predecoded.cuh: 128, or 136 for the dense GEMM's wide
 // instance); the default is the one every other kernel uses.
 //
