@@ -4,7 +4,7 @@ Same functions, signatures and output shapes as :mod:`nvfp4.ops`, taking JAX arr
 (or tracers; numpy arrays are converted) and returning JAX arrays. Each op is one XLA
 custom call ``nvfp4_<op>`` with a CPU handler (the library's exact float64 CPU backend)
 and a CUDA handler (the GPU backends, on XLA's stream), registered with XLA on import
-(cpp/bindings/xla_ffi.cpp, module ``nvfp4._nvfp4_xla``).
+(cpp/bindings/xla_ffi_handlers.cpp, module ``nvfp4._nvfp4_xla``).
 
 Differences from the eager ops:
   * ``out=`` is not supported (JAX arrays are immutable; use the returned array) and
@@ -23,7 +23,7 @@ Differences from the eager ops:
     show (e.g. host offsets of grouped_gemm_packed) surface as XLA runtime errors.
   * Scratch: on CUDA, gemm / dual_gemm / grouped_gemm / grouped_gemm_packed get their
     workspace as an extra custom-call result sized at trace time for the first CUDA
-    device (so the calls can live in XLA command buffers); see xla_ffi.cpp.
+    device (so the calls can live in XLA command buffers); see xla_ffi_common.hpp.
 """
 
 from __future__ import annotations
@@ -57,7 +57,7 @@ __all__ = [
 _OUT_DTYPES = ("float16", "bfloat16", "float32")
 _BACKENDS = ("auto", "cpu", "portable", "sm90a", "sm100a")
 _FLOAT4 = getattr(jnp, "float4_e2m1fn", None)
-_WORKSPACE_ALIGN = 256   # xla_ffi.cpp: kWorkspaceAlign
+_WORKSPACE_ALIGN = 256   # xla_ffi_common.hpp: kWorkspaceAlign
 
 
 def _register() -> None:
