@@ -1,4 +1,5 @@
-"""Small helpers shared by the tests: result checks, output poisoning, alpha choice."""
+"""Small helpers shared by the tests: result checks, output poisoning, alpha choice; and the GPU
+tests' device arrays, backends and operands (below)."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import math
 
 import numpy as np
 import pytest
+
+from nvfp4 import _nvfp4_ext
+from nvfp4 import reference as R
 
 _E2M1 = np.array([0.0, 0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, -0.0, -0.5, -1.0, -1.5, -2.0, -3.0, -4.0, -6.0])
 
@@ -142,3 +146,188 @@ def _edge_input(case, shape, rng):
         "nan_inf": np.where(rng.random(shape) < 0.05, rng.choice([np.nan, np.inf, -np.inf], shape),
                             rng.standard_normal(shape)),
     }[case]
+
+
+# ---------------------------------------------------------------------------
+# The GPU tests' device helpers (tests/test_gpu_*.py): every op on device arrays (PyTorch when
+# importable, else CuPy), every backend of the device, against the float64 reference. The
+# reference decodes the operands with nvfp4.reference's tables and multiplies them in float64
+# on the GPU (torch/CuPy matmul), so the gpu-mode shapes stay fast. The `dev` fixture is in
+# conftest.py. The per-op files: test_gpu_gemm.py, test_gpu_gemv.py, test_gpu_dual_gemm.py,
+# test_gpu_grouped_gemm.py, test_gpu_quantize.py (together aimed at < 3 minutes on an H100).
+# ---------------------------------------------------------------------------
+
+HAVE_GPU = _nvfp4_ext.device_count() > 0
+LAYOUTS = ["linear", "blocked"]
+
+
+# ---------------------------------------------------------------------------
+# Device arrays: PyTorch, else CuPy
+# ---------------------------------------------------------------------------
+
+class TorchDevice:
+    name = "torch"
+
+    def __init__(self, torch):
+        self.torch = torch
+        self.dev = torch.device("cuda", 0)
+        self.e2m1 = torch.tensor(R.E2M1_VALUES, dtype=torch.float64, device=self.dev)
+        self.e4m3 = torch.tensor(R.E4M3_VALUES, dtype=torch.float64, device=self.dev)
+
+    def put(self, x):
+        return self.torch.from_numpy(np.ascontiguousarray(x)).to(self.dev)
+
+    def get(self, x):
+        x = x.detach()
+        if x.dtype == self.torch.bfloat16:
+            x = x.float()
+        return x.cpu().numpy()
+
+    def empty(self, shape, dtype):
+        return self.torch.empty(shape, dtype=getattr(self.torch, dtype), device=self.dev)
+
+    def poisoned(self, shape, dtype):
+        out = self.empty(shape, dtype)
+        out.view(self.torch.uint8).fill_(POISON_BYTE)
+        return out
+
+    def scalar(self, value):
+        return self.torch.tensor([value], dtype=self.torch.float32, device=self.dev)
+
+    def decode(self, q, sf_linear):
+        """float64 values of packed q (..., rows, K/2) with linear scales (..., rows, K/16)."""
+        t = self.torch
+        codes = t.stack([q & 15, q >> 4], dim=-1).reshape(*q.shape[:-1], 2 * q.shape[-1])
+        return self.e2m1[codes.long()] * self.e4m3[sf_linear.long()].repeat_interleave(16, dim=-1)
+
+    def matmul_t(self, a, b):
+        return self.torch.matmul(a, b.transpose(-1, -2))
+
+    def six_d(self, dense, rows, k):
+        rest_m, rest_k = -(-rows // 128), R.blocked_cols(k) // 4
+        d = dense.reshape(-1, rest_m, rest_k, 32, 4, 4)
+        return d.permute(3, 4, 1, 5, 2, 0)
+
+    def stream(self):
+        return self.torch.cuda.Stream()
+
+    def use_stream(self, s):
+        return self.torch.cuda.stream(s)
+
+    def synchronize(self):
+        self.torch.cuda.synchronize()
+
+
+class CupyDevice(TorchDevice):
+    name = "cupy"
+
+    def __init__(self, cupy):
+        self.cp = cupy
+        self.e2m1 = cupy.asarray(R.E2M1_VALUES)
+        self.e4m3 = cupy.asarray(R.E4M3_VALUES)
+
+    def put(self, x):
+        return self.cp.asarray(np.ascontiguousarray(x))
+
+    def get(self, x):
+        return self.cp.asnumpy(x)
+
+    def empty(self, shape, dtype):
+        return self.cp.empty(shape, dtype=dtype)
+
+    def poisoned(self, shape, dtype):
+        out = self.empty(shape, dtype)
+        out.view(self.cp.uint8).fill(POISON_BYTE)
+        return out
+
+    def scalar(self, value):
+        return self.cp.asarray([value], dtype=self.cp.float32)
+
+    def decode(self, q, sf_linear):
+        cp = self.cp
+        codes = cp.stack([q & 15, q >> 4], axis=-1).reshape(*q.shape[:-1], 2 * q.shape[-1])
+        return self.e2m1[codes] * cp.repeat(self.e4m3[sf_linear], 16, axis=-1)
+
+    def matmul_t(self, a, b):
+        return self.cp.matmul(a, self.cp.swapaxes(b, -1, -2))
+
+    def six_d(self, dense, rows, k):
+        rest_m, rest_k = -(-rows // 128), R.blocked_cols(k) // 4
+        return dense.reshape(-1, rest_m, rest_k, 32, 4, 4).transpose(3, 4, 1, 5, 2, 0)
+
+    def stream(self):
+        return self.cp.cuda.Stream(non_blocking=True)
+
+    def use_stream(self, s):
+        return s
+
+    def synchronize(self):
+        self.cp.cuda.Device().synchronize()
+
+
+def _make_device():
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            return TorchDevice(torch)
+    except ImportError:
+        pass
+    cupy = pytest.importorskip("cupy", reason="the GPU tests need PyTorch or CuPy")
+    return CupyDevice(cupy)
+
+def _backends():
+    names = ["auto", "portable"]
+    if HAVE_GPU:
+        native = _nvfp4_ext.device_info(0)["backend"]
+        if native not in names and native != "none":
+            names.append(native)
+    return names
+
+
+BACKENDS = _backends()
+
+
+def run_backend(backend, fn):
+    """Runs fn(); a forced non-portable backend that does not implement a case may
+    answer NotImplementedError (auto then falls back) -> skip. portable must run all."""
+    try:
+        return fn()
+    except NotImplementedError as e:
+        if backend in ("auto", "portable"):
+            raise
+        pytest.skip(f"backend {backend} does not run this case: {e}")
+
+
+# ---------------------------------------------------------------------------
+# Operands: generated on the host (numpy), uploaded; the reference uses linear scales
+# ---------------------------------------------------------------------------
+
+class Operand:
+    """A random packed operand on the device, with its linear scales and, for the op,
+    the scales in the layout under test."""
+
+    def __init__(self, dev, rows, k, L, layout, rng, vector=False, lo=2.0 ** -4, hi=2.0 ** 4):
+        lead = () if L is None else (L,)
+        shape = lead + ((k // 2,) if vector else (rows, k // 2))
+        q = R.random_fp4(shape, rng)
+        sf = R.random_scales(shape[:-1] + (k // 16,), rng, lo, hi)
+        self.q_host, self.sf_host = q, sf
+        self.q = dev.put(q)
+        self.sf_linear = dev.put(sf)
+        if layout == "blocked":   # a vector's blocked scales are those of a 1-row matrix
+            self.sf = dev.put(R.to_blocked(sf[..., None, :] if vector else sf))
+        else:
+            self.sf = self.sf_linear
+        self.vector = vector
+
+    def values(self, dev):
+        """float64 (…, rows, K) on the device (vectors: (…, 1, K))."""
+        q, sf = self.q, self.sf_linear
+        if self.vector:
+            q, sf = q.reshape(*q.shape[:-1], 1, q.shape[-1]), sf.reshape(*sf.shape[:-1], 1, sf.shape[-1])
+        return dev.decode(q, sf)
+
+
+def ref_gemm(dev, a: Operand, b: Operand) -> np.ndarray:
+    return dev.get(dev.matmul_t(a.values(dev), b.values(dev)))

@@ -1,5 +1,6 @@
-"""Shared pytest setup: the `gpu` marker (skipped without a CUDA device) and a
-fresh-seed `rng` fixture whose seed is printed when a test fails.
+"""Shared pytest setup: the `gpu` marker (skipped without a CUDA device), a fresh-seed `rng`
+fixture whose seed is printed when a test fails, and the GPU tests' `dev` fixture (device
+arrays: PyTorch, else CuPy; tests/_util.py).
 
 Reproduce a failure with NVFP4_TEST_SEED=<seed printed in the report>."""
 
@@ -14,9 +15,7 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # tests/_util.py
 
-from nvfp4 import _nvfp4_ext  # noqa: E402
-
-HAVE_GPU = _nvfp4_ext.device_count() > 0
+from _util import HAVE_GPU, _make_device  # noqa: E402
 
 
 def pytest_configure(config):
@@ -47,3 +46,10 @@ def pytest_runtest_makereport(item, call):
     seed = getattr(item, "_nvfp4_seed", None)
     if seed is not None and report.failed:
         report.sections.append(("rng seed", f"NVFP4_TEST_SEED={seed}"))
+
+
+@pytest.fixture(scope="module")
+def dev():
+    if not HAVE_GPU:
+        pytest.skip("no CUDA device")
+    return _make_device()

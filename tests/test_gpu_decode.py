@@ -19,8 +19,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import assert_matches, pow2_alpha
-from test_gpu_ops import HAVE_GPU, Operand, _make_device, ref_gemm, run_backend
+from _util import HAVE_GPU, Operand, _make_device, assert_matches, pow2_alpha, ref_gemm, run_backend
 
 pytestmark = pytest.mark.gpu
 

@@ -21,9 +21,8 @@ import pytest
 
 import nvfp4
 from nvfp4 import reference as R
-from _util import assert_matches
+from _util import HAVE_GPU, Operand, _make_device, assert_matches
 from test_gpu_dual_fused import BACKENDS, _workspace_bytes, case, dual, expected, needs_sm90
-from test_gpu_ops import HAVE_GPU, Operand, _make_device
 
 pytestmark = pytest.mark.gpu
 

@@ -1,6 +1,6 @@
 """GPU tests of the fused sm90a dual GEMM (issue 20; cpp/src/sm90/kernel/dual_gemm.cuh): every
 result against the float64 reference (nvfp4.reference's tables on the device, as
-tests/test_gpu_ops.py), on the backend the device picks ("auto") and, on Hopper, on "sm90a"
+tests/test_gpu_dual_gemm.py; tests/_util.py's device helpers), on the backend the device picks ("auto") and, on Hopper, on "sm90a"
 forced. Marker `gpu`: skipped without a CUDA device; the sm90a-only tests skip on other GPUs.
 
 Covered: the four benchmark shapes, odd shapes (M 1, 7, 129; N 8, 200; K 32, 96), both
@@ -26,8 +26,7 @@ import pytest
 import nvfp4
 from nvfp4 import _nvfp4_ext
 from nvfp4 import reference as R
-from _util import assert_matches, pow2_alpha
-from test_gpu_ops import HAVE_GPU, Operand, _make_device, ref_gemm
+from _util import HAVE_GPU, Operand, _make_device, assert_matches, pow2_alpha, ref_gemm
 
 pytestmark = pytest.mark.gpu
 

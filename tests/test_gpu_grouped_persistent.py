@@ -1,8 +1,8 @@
 """GPU tests of the one-launch sm90a grouped GEMM (issue 21; cpp/src/sm90/kernel/grouped_gemm.cuh,
 plan cpp/src/sm90/grouped_plan.hpp) and of the packed MoE API beside it: every result against the
-float64 reference (nvfp4.reference's tables on the device, as tests/test_gpu_ops.py), on "auto" and,
-on Hopper, on "sm90a" forced. Marker `gpu`: skipped without a CUDA device; the sm90a-only tests skip
-on other GPUs.
+float64 reference (nvfp4.reference's tables on the device, as tests/test_gpu_grouped_gemm.py;
+tests/_util.py's device helpers), on "auto" and, on Hopper, on "sm90a" forced. Marker `gpu`:
+skipped without a CUDA device; the sm90a-only tests skip on other GPUs.
 
 Covered: the gpu-mode grouped benchmark cases (both layouts); random ragged groups with M_g = 0,
 1 and 2 and differing N_g, K_g (both layouts, fp16 / bf16 / fp32 outputs); the split-K form (few
@@ -24,8 +24,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import assert_matches, pow2_alpha
-from test_gpu_ops import HAVE_GPU, Operand, _make_device, ref_gemm
+from _util import HAVE_GPU, Operand, _make_device, assert_matches, pow2_alpha, ref_gemm
 
 pytestmark = pytest.mark.gpu
 

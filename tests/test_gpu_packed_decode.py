@@ -4,7 +4,7 @@ operands, linear scales with K % 256 == 0) runs the decode-regime kernel with th
 batch (cpp/src/sm90/gemv/decode_kernel.cuh gemm_decode_moe_kernel, launched by grouped_packed.cu;
 plan gemv/decode_plan.hpp "Packed MoE route"): each CTA group computes one chunk of <= 8 NT8 token
 rows of one non-empty expert, found from the device offsets. Every result against the float64
-reference (nvfp4.reference's tables on the device, as tests/test_gpu_ops.py).
+reference (nvfp4.reference's tables on the device: tests/_util.py's device helpers).
 
 Covered: top-8 routing of 1, 4, 16 and 64 tokens over 64 experts on both target (N, K) pairs at
 full size (ragged, empty experts, device alphas); experts above a chunk (17, 40 rows: several
@@ -23,8 +23,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import assert_matches
-from test_gpu_ops import HAVE_GPU, Operand, _make_device, run_backend
+from _util import HAVE_GPU, Operand, _make_device, assert_matches, run_backend
 
 pytestmark = pytest.mark.gpu
 

@@ -22,8 +22,7 @@ import numpy as np
 import pytest
 
 import nvfp4
-from _util import assert_matches
-from test_gpu_ops import Operand
+from _util import Operand, assert_matches
 from test_gpu_packed_decode import (BACKENDS, Experts, _kernel_names, dev, needs_sm90, offsets_of,  # noqa: F401
                                     packed, reference, routing)
 

@@ -600,7 +600,7 @@ static void test_token_tile() {
       {2049, 7168, 7168, 1, 128, 17, GemmPath::kPersistent, 1}, // 896 tiles (7 per SM) against 952 (8): 7% less
       {4096, 4096, 4096, 1, 128, 32, GemmPath::kPersistent, 1}, // 31 x 32 tiles of 136: still 8 per SM
       {8192, 8192, 8192, 1, 128, 64, GemmPath::kPersistent, 1}, // 30 x 136 against 32 x 128: 0.4% less
-      // the GPU tests' shapes (tests/test_gpu_ops.py, "the 136-token tile")
+      // the GPU tests' shapes (tests/test_gpu_gemm.py, "the 136-token tile")
       {129, 2048, 8192, 1, 136, 1, GemmPath::kPredecoded, 8},   // 16 tiles, clusters of 8
       {136, 2048, 8192, 3, 136, 1, GemmPath::kPredecoded, 2},   // 48 tiles
       {272, 2000, 4096, 1, 136, 2, GemmPath::kPredecoded, 4},   // 32 tiles

@@ -4,7 +4,7 @@
 // (each MMA step aligns the products and the running accumulator and truncates), so
 // every k16 step loses low bits relative to the *running sum*. Over one long chain
 // (K = 7168: 448 steps into one accumulator) that reached 1.4e-3 absolute on an
-// output of 0.12 among outputs of ~40 (tests/test_gpu_ops.py on an H200; the
+// output of 0.12 among outputs of ~40 (tests/test_gpu_gemm.py on an H200; the
 // contract, docs/design.md "Numerics", allows 1e-3 + 1e-3|ref|). Fix (DeepGEMM-style): the wgmma
 // accumulates kBlocks K blocks (of 128) at a time, starting from zero (scale-d = 0),
 // and each such chain is then added into a separate fp32 register sum with FADD

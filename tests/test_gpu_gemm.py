@@ -1,0 +1,311 @@
+"""GPU tests (marker `gpu`, skipped without a CUDA device) of nvfp4.gemm: device arrays, every
+backend of the device, against the float64 reference (tests/_util.py's device helpers); sm90a's
+136-token tile; NaN scales, streams, CUDA graphs, strided and gpu-mode views; device-array errors.
+
+Run: python -m pytest -q tests/test_gpu_gemm.py"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import nvfp4
+from nvfp4 import _nvfp4_ext
+from nvfp4 import reference as R
+from _util import (BACKENDS, HAVE_GPU, LAYOUTS, Operand, POISON_BYTE, assert_matches, pow2_alpha, ref_gemm,
+                   run_backend)
+
+pytestmark = pytest.mark.gpu
+
+
+GEMM_GPU_MODE = [(128, 256, 256), (128, 1536, 7168), (128, 3072, 1536), (256, 7168, 256), (256, 7168, 2048),
+                 (2304, 4608, 7168), (384, 7168, 2304), (512, 512, 7168), (512, 4096, 512), (512, 1536, 7168)]
+GEMM_ODD = [(1, 1000, 32, None), (7, 129, 96, 3), (129, 7, 32, None), (1000, 1, 96, 1), (1000, 129, 96, None),
+            (129, 1000, 32, 3), (1, 1, 32, None), (1000, 300, 2080, 2),  # sm90a: pre-decoded tokens, M > 512
+            (1030, 136, 2080, 2), (2050, 1000, 4096, None),  # sm90a: fused short chains + misaligned scales; M > 2048
+            (100, 3000, 4096, None),  # sm90a: fused, 24 tiles x 4-CTA clusters
+            (1030, 2000, 2080, 2)]  # sm90a: persistent pre-decoded kernel, 136-token tiles (256), M/N/K tails
+
+
+def _gemm_case(dev, M, N, K, L, layout, rng, **kw):
+    a = Operand(dev, M, K, L, layout, rng, **kw)
+    b = Operand(dev, N, K, L, layout, rng, **kw)
+    return a, b, ref_gemm(dev, a, b)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L", [s + (1,) for s in GEMM_GPU_MODE] + GEMM_ODD)
+def test_gemm(dev, M, N, K, L, layout, backend, rng):
+    a, b, acc = _gemm_case(dev, M, N, K, L, layout, rng)
+    alpha = pow2_alpha(acc)
+    out = run_backend(backend, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha, sf_layout=layout,
+                                                  backend=backend))
+    assert tuple(out.shape) == ((M, N) if L is None else (L, M, N))
+    assert_matches(dev.get(out), alpha * acc, "float16")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L", [(2, 4100, 2048, 3), (2, 200, 96, None), (3, 200, 96, None), (4, 1000, 4096, 2),
+                                     (130, 3, 96, 1)])
+def test_gemm_few_tokens(dev, M, N, K, L, layout, backend, rng):
+    """M <= 2 runs as one GEMV per token on sm90a (row m's scales as a one-row operand,
+    rows of a 128-row band of the blocked layout); M = 3, 4 take the tiled GEMM; N < 4 for
+    the mirror case. Device alpha, fp32 out."""
+    a, b, acc = _gemm_case(dev, M, N, K, L, layout, rng)
+    alpha = pow2_alpha(acc) * 0.75
+    out = run_backend(backend, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=dev.scalar(alpha), sf_layout=layout,
+                                                  out_dtype="float32", backend=backend))
+    assert tuple(out.shape) == ((M, N) if L is None else (L, M, N))
+    assert_matches(dev.get(out), alpha * acc, "float32")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("out_dtype", ["float32", "bfloat16"])
+@pytest.mark.parametrize("M,N,K,L", [(128, 1536, 7168, 1), (129, 1000, 96, 3), (512, 512, 512, None),
+                                     (1100, 2100, 2048, 2)])
+def test_gemm_out_dtypes(dev, M, N, K, L, out_dtype, backend, rng):
+    if out_dtype == "bfloat16" and dev.name != "torch":
+        pytest.skip("bfloat16 device arrays need PyTorch")
+    a, b, acc = _gemm_case(dev, M, N, K, L, "linear", rng)
+    alpha = pow2_alpha(acc) * 0.75
+    out = run_backend(backend, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha, out_dtype=out_dtype,
+                                                  backend=backend))
+    assert_matches(dev.get(out), alpha * acc, out_dtype)
+
+
+# ---------------------------------------------------------------------------
+# GEMM: the pre-decoded kernels' 136-token tile (sm90a)
+# ---------------------------------------------------------------------------
+
+IS_SM90 = HAVE_GPU and _nvfp4_ext.device_info(0)["backend"] == "sm90a"
+needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the 136-token tile is sm90a's (a CC 9.0 device)")
+
+# M just above a multiple of 128: where the 136-token instance needs fewer token tiles for
+# less work, the plan runs it (cpp/src/sm90/gemm_plan.hpp choose_token_tile; the same shapes
+# on an H100's 132 SMs in tests/sm90_host/gemm_plan_test.cpp test_token_tile).
+# (M, N, K, L, token tile, kernel) on 132 SMs.
+TOKEN_TILE = [
+    (129, 7168, 7168, 1, 136, "predecoded"),   # issue 22's shape: one tile, clusters of 2
+    (129, 2048, 8192, 1, 136, "predecoded"),   # clusters of 8 (the run-time split reduction)
+    (136, 2048, 8192, 3, 136, "predecoded"),   # clusters of 2, batches
+    (272, 2000, 4096, 1, 136, "predecoded"),   # clusters of 4, N tail
+    (257, 7168, 2048, 1, 136, "predecoded"),   # one CTA per tile; the last tile holds one token
+    (257, 4000, 2048, 3, 136, "persistent"),   # 192 tiles, batches, N tail
+    (1025, 4096, 2048, 1, 136, "persistent"),  # 256 tiles (against 288 of 128 tokens)
+    (200, 4096, 4096, 1, 128, "predecoded"),   # two tiles at either width: the 128-token kernel
+    (137, 2048, 8192, 1, 128, "predecoded"),
+]
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
+def test_gemm_token_tile_136(dev, M, N, K, L, tile, kernel, layout, out_dtype, rng):
+    if out_dtype == "bfloat16" and dev.name != "torch":
+        pytest.skip("bfloat16 device arrays need PyTorch")
+    a, b, acc = _gemm_case(dev, M, N, K, L, layout, rng)
+    alpha = pow2_alpha(acc) * (1.0 if out_dtype == "float16" else 0.75)
+    out = nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha, sf_layout=layout, out_dtype=out_dtype, backend="sm90a")
+    assert tuple(out.shape) == (L, M, N)
+    assert_matches(dev.get(out), alpha * acc, out_dtype)
+
+
+def _gemm_kernel_names(dev, fn):
+    """The CUDA kernels fn() launches (torch profiler, after a warm-up call)."""
+    torch = dev.torch
+    fn()
+    torch.cuda.synchronize()
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.key for e in prof.key_averages()]
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
+def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
+    """The plan's tile and kernel, seen in the kernel names (templates on the token tile)."""
+    import re
+
+    if dev.name != "torch":
+        pytest.skip("needs PyTorch (profiler)")
+    if dev.torch.cuda.get_device_properties(0).multi_processor_count != 132:
+        pytest.skip("the expected tiles are those of a 132-SM device (H100 SXM, H200)")
+    a, b = Operand(dev, M, K, L, "linear", rng), Operand(dev, N, K, L, "linear", rng)
+    names = _gemm_kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, backend="sm90a"))
+    # demangled "nvfp4_sm90_gemm_persistent_kernel<136>(...)" or mangled "...kernelILi136E..."
+    found = {(m.group(1), int(m.group(2) or m.group(3))) for n in names
+             for m in [re.search(r"nvfp4_sm90_gemm_(predecoded|persistent)_kernel(?:<(\d+)>|ILi(\d+)E)", n)] if m}
+    assert found == {(kernel, tile)}, names
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gemm_extreme_scales(dev, backend, rng):
+    """Every e4m3 scale byte but NaN (subnormals, zero, negatives, 448): the products
+    span 2^-10 .. 2688, which the fp16 emulation must still represent exactly."""
+    M, N, K = 257, 130, 1024
+    a, b = Operand(dev, M, K, None, "linear", rng), Operand(dev, N, K, None, "linear", rng)
+    codes = np.array([c for c in range(256) if c not in (0x7F, 0xFF)], np.uint8)
+    for op in (a, b):
+        op.sf_host = rng.choice(codes, op.sf_host.shape).astype(np.uint8)
+        op.sf = op.sf_linear = dev.put(op.sf_host)
+    acc = ref_gemm(dev, a, b)
+    out = run_backend(backend, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, out_dtype="float32", backend=backend))
+    assert_matches(dev.get(out), acc, "float32")
+    # the smallest scales alone (products 2^-10 .. 6·7·2^-9)
+    for op in (a, b):
+        op.sf = op.sf_linear = dev.put(rng.integers(1, 8, op.sf_host.shape).astype(np.uint8))
+    acc = ref_gemm(dev, a, b)
+    out = run_backend(backend, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=2.0 ** 16, out_dtype="float32",
+                                                  backend=backend))
+    assert_matches(dev.get(out), 2.0 ** 16 * acc, "float32")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_nan_scales_propagate(dev, layout, backend, rng):
+    M, N, K = 300, 200, 512
+    qa, qb = R.random_fp4((M, K // 2), rng), R.random_fp4((N, K // 2), rng)
+    sfa, sfb = R.random_scales((M, K // 16), rng), R.random_scales((N, K // 16), rng)
+    sfa[5, 3], sfa[299, 31], sfb[130, 0] = 0x7F, 0xFF, 0x7F
+    qa[5, :] = 0                                                    # NaN * 0 is NaN too
+    lay = (lambda s: R.to_blocked(s)) if layout == "blocked" else (lambda s: s)
+    out = run_backend(backend, lambda: nvfp4.gemm(dev.put(qa), dev.put(lay(sfa)), dev.put(qb), dev.put(lay(sfb)),
+                                                  sf_layout=layout, out_dtype="float32", backend=backend))
+    got = dev.get(out)
+    expect = np.zeros((M, N), bool)
+    expect[[5, 299]] = True
+    expect[:, 130] = True
+    np.testing.assert_array_equal(np.isnan(got), expect)
+    v = run_backend(backend, lambda: nvfp4.gemv(dev.put(qa), dev.put(lay(sfa)), dev.put(qb[0]),
+                                                dev.put(lay(sfb[:1]) if layout == "blocked" else sfb[0]),
+                                                sf_layout=layout, out_dtype="float32", backend=backend))
+    np.testing.assert_array_equal(np.isnan(dev.get(v)), expect[:, 0])
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gemm_device_alpha_stream_and_out(dev, backend, rng):
+    M, N, K, L = 256, 384, 1024, 2
+    a, b, acc = _gemm_case(dev, M, N, K, L, "linear", rng)
+    alpha = pow2_alpha(acc) * 1.25
+    alpha_dev = dev.scalar(alpha)
+    out = dev.poisoned((L, M, N), "float16")
+    dev.synchronize()                                # inputs were written on the default stream
+    s = dev.stream()
+    res = run_backend(backend, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha_dev, out=out, stream=s,
+                                                  backend=backend))
+    assert res is out
+    s.synchronize()
+    assert_matches(dev.get(out), alpha * acc, "float16")
+    # stream=None on a framework's current stream
+    out2 = dev.poisoned((L, M, N), "float32")
+    with dev.use_stream(s):
+        nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha_dev, out=out2, backend=backend)
+    s.synchronize()
+    assert_matches(dev.get(out2), alpha * acc, "float32")
+    # an int handle
+    handle = s.cuda_stream if dev.name == "torch" else s.ptr
+    out3 = nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha, stream=int(handle), backend=backend)
+    s.synchronize()
+    assert_matches(dev.get(out3), alpha * acc, "float16")
+
+
+def test_gemm_cuda_graph_reads_alpha_at_replay(dev, rng):
+    if dev.name != "torch":
+        pytest.skip("graph capture through torch.cuda.graph")
+    torch = dev.torch
+    M, N, K = 128, 256, 512
+    a, b, acc = _gemm_case(dev, M, N, K, None, "linear", rng)
+    alpha = pow2_alpha(acc)
+    alpha_dev = dev.scalar(alpha)
+    out = dev.empty((M, N), "float32")
+    s = torch.cuda.Stream()
+    with torch.cuda.stream(s):                       # warm-up outside capture
+        nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha_dev, out=out)
+    s.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha_dev, out=out)
+    alpha_dev.fill_(2 * alpha)
+    out.zero_()
+    g.replay()
+    torch.cuda.synchronize()
+    assert_matches(dev.get(out), 2 * alpha * acc, "float32")
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_gemm_gpu_mode_permuted_views_and_6d_scales(dev, backend, rng):
+    """gpu-mode inputs: (M, K/2, L) views with L outermost, and the (32, 4, rest_m, 4,
+    rest_k, L) scale view whose padding gpu-mode fills with non-zero bytes."""
+    M, N, K, L = 200, 136, 768, 2
+    a, b, acc = _gemm_case(dev, M, N, K, L, "linear", rng)
+    alpha = pow2_alpha(acc)
+    a_gm = a.q.permute(1, 2, 0) if dev.name == "torch" else a.q.transpose(1, 2, 0)
+    b_gm = b.q.permute(1, 2, 0) if dev.name == "torch" else b.q.transpose(1, 2, 0)
+    back = (lambda x: x.permute(2, 0, 1)) if dev.name == "torch" else (lambda x: x.transpose(2, 0, 1))
+    pad = lambda s: rng.integers(1, 3, size=s)
+    va = dev.six_d(dev.put(R.to_blocked_6d(a.sf_host, pad_value=pad)), M, K)
+    vb = dev.six_d(dev.put(R.to_blocked_6d(b.sf_host, pad_value=pad)), N, K)
+    out = run_backend(backend, lambda: nvfp4.gemm(back(a_gm), va, back(b_gm), vb, alpha=alpha, sf_layout="blocked",
+                                                  backend=backend))
+    assert_matches(dev.get(out), alpha * acc, "float16")
+    lin = nvfp4.unswizzle_scales(va, M, K)                         # the 6-D view into unswizzle too
+    np.testing.assert_array_equal(dev.get(lin), a.sf_host)
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_strided_operands(dev, backend, rng):
+    M, N, K, L = 130, 70, 256, 3
+    a, b, acc = _gemm_case(dev, M, N, K, L, "linear", rng)
+    alpha = pow2_alpha(acc)
+
+    def padded(x):
+        big = dev.empty((x.shape[0], x.shape[1] + 3, x.shape[2] + 32), "uint8")
+        big[:, : x.shape[1], : x.shape[2]] = x
+        return big[:, : x.shape[1], : x.shape[2]]
+
+    out_big = dev.poisoned((L, M + 1, N + 8), "float32")
+    out = out_big[:, 1:, 4: N + 4]
+    run_backend(backend, lambda: nvfp4.gemm(padded(a.q), padded(a.sf), padded(b.q), padded(b.sf), alpha=alpha,
+                                            out=out, backend=backend))
+    assert_matches(dev.get(out), alpha * acc, "float32")
+    host = dev.get(out_big).view(np.uint8)
+    assert (host[:, 0] == POISON_BYTE).all(), "wrote outside the output view"
+
+
+@pytest.mark.parametrize("backend", BACKENDS)
+def test_zero_size_is_a_no_op(dev, backend):
+    q = dev.empty((0, 32), "uint8")
+    sf = dev.empty((0, 4), "uint8")
+    b = dev.put(np.zeros((8, 32), np.uint8))
+    sfb = dev.put(np.zeros((8, 4), np.uint8))
+    out = nvfp4.gemm(q, sf, b, sfb, backend=backend)
+    assert tuple(out.shape) == (0, 8)
+    out = nvfp4.gemm(b, sfb, q, sf, backend=backend)
+    assert tuple(out.shape) == (8, 0)
+
+# ---------------------------------------------------------------------------
+# Errors specific to device arrays
+# ---------------------------------------------------------------------------
+
+def test_device_validation(dev, rng):
+    a = Operand(dev, 64, 128, None, "linear", rng)
+    b = Operand(dev, 32, 128, None, "linear", rng)
+    out = dev.poisoned((64, 32), "float16")
+    before = dev.get(out).view(np.uint8).copy()
+    with pytest.raises(ValueError, match="'b'.*one device|one device.*'b'"):
+        nvfp4.gemm(a.q, a.sf, b.q_host, b.sf, out=out)                     # host b with device a
+    with pytest.raises(ValueError, match="'out'"):
+        nvfp4.gemm(a.q, a.sf, b.q, b.sf, out=np.zeros((64, 32), np.float16))
+    with pytest.raises(ValueError, match="backend"):
+        nvfp4.gemm(a.q, a.sf, b.q, b.sf, out=out, backend="cpu")
+    with pytest.raises(ValueError, match="'sfb'"):
+        nvfp4.gemm(a.q, a.sf, b.q, b.sf[:, :4], out=out)
+    with pytest.raises(ValueError, match="offsets"):
+        nvfp4.grouped_gemm_packed(a.q, a.sf, b.q[None], b.sf[None], dev.put(np.array([0], np.int32)))
+    dev.synchronize()
+    np.testing.assert_array_equal(dev.get(out).view(np.uint8), before)
