@@ -264,16 +264,7 @@ nvfp4_status_t plan_decode(const DualGemmProblem& p, const Exec& exec, gemv_deta
 nvfp4_status_t run_decode(const DualGemmProblem& p, const Exec& exec, const gemv_detail::DecodeDualLaunch& dl) {
   using namespace gemv_detail;
   DecodeDualArgs args = make_decode_dual_args(p);
-  args.d.tile_cap = dl.launch.tile_cap;
-  args.d.cluster_k = dl.launch.kc;
-  args.d.stages_per_cta = dl.launch.stages_per_cta;
-  args.d.groups_per_batch = dl.launch.groups_per_batch;
-  LaunchShape ls;
-  ls.grid = dim3(static_cast<unsigned>(dl.launch.ctas), 1, 1);
-  ls.block = dim3(static_cast<unsigned>(32 * dl.launch.warps), 1, 1);
-  ls.smem = dl.launch.smem_launch;
-  ls.cluster_x = dl.launch.kc > 1 ? static_cast<unsigned>(dl.launch.kc) : 0u;
-  ls.pdl = args.d.pdl != 0;
+  const LaunchShape ls = decode_launch_shape(dl.launch, &args.d);
   return launch(dual_decode_kernel(dl.nt8, p.sfb1.layout == NVFP4_SF_BLOCKED), ls, cuda_stream(exec), args);
 }
 

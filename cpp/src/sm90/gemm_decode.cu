@@ -68,16 +68,7 @@ nvfp4_status_t gemm_decode(const GemmProblem& p, const Exec& exec) {
   const DecodeShape shape = choose_decode_shape(info, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count);
   const DecodeLaunch dl = decode_launch(info, shape, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count);
   if (dl.unsupported) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", dl.unsupported);
-  args.tile_cap = dl.tile_cap;
-  args.cluster_k = dl.kc;
-  args.stages_per_cta = dl.stages_per_cta;
-  args.groups_per_batch = dl.groups_per_batch;
-  LaunchShape ls;
-  ls.grid = dim3(static_cast<unsigned>(dl.ctas), 1, 1);
-  ls.block = dim3(static_cast<unsigned>(32 * dl.warps), 1, 1);
-  ls.smem = dl.smem_launch;
-  ls.cluster_x = dl.kc > 1 ? static_cast<unsigned>(dl.kc) : 0u;
-  ls.pdl = args.pdl != 0;
+  const LaunchShape ls = decode_launch_shape(dl, &args);
   return launch(decode_kernel(nt8, blocked), ls, cuda_stream(exec), args);
 }
 

@@ -91,16 +91,7 @@ nvfp4_status_t launch_decode_route(const PackedGroupedGemmProblem& p, const gemv
                                    const Exec& exec) {
   using namespace gemv_detail;
   DecodeMoeArgs args = make_decode_moe_args(p);
-  args.d.tile_cap = dl.launch.tile_cap;
-  args.d.cluster_k = dl.launch.kc;
-  args.d.stages_per_cta = dl.launch.stages_per_cta;
-  args.d.groups_per_batch = dl.launch.groups_per_batch;
-  LaunchShape ls;
-  ls.grid = dim3(static_cast<unsigned>(dl.launch.ctas), 1, 1);
-  ls.block = dim3(static_cast<unsigned>(32 * dl.launch.warps), 1, 1);
-  ls.smem = dl.launch.smem_launch;
-  ls.cluster_x = dl.launch.kc > 1 ? static_cast<unsigned>(dl.launch.kc) : 0u;
-  ls.pdl = args.d.pdl != 0;
+  const LaunchShape ls = decode_launch_shape(dl.launch, &args.d);
   return launch(decode_moe_kernel(dl.nt8), ls, cuda_stream(exec), args);
 }
 

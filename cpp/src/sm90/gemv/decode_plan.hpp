@@ -419,40 +419,31 @@ inline const char* decode_moe_unsupported(const PackedGroupedGemmProblem& p) {
   return nullptr;
 }
 
+// The MoE problem as the dense kernel sees it: the experts are the batch (weights b[g]); the
+// tokens and outputs are one matrix each (no batch stride), whose rows the kernel takes from
+// the offsets; alphas come per expert (DecodeMoeArgs), not from the dense alpha.
+inline GemmProblem decode_moe_dense(const PackedGroupedGemmProblem& p) {
+  GemmProblem g;
+  g.L = p.G;
+  g.M = p.total_M;
+  g.N = p.N;
+  g.K = p.K;
+  g.a = p.a;
+  g.a.batch_stride = 0;
+  g.sfa = p.sfa;
+  g.sfa.batch_stride = 0;
+  g.b = p.b;
+  g.sfb = p.sfb;
+  g.c = p.c;
+  g.c.batch_stride = 0;
+  return g;
+}
+
 // Kernel parameters from the problem (the launch fills in the shape-dependent fields).
 inline DecodeMoeArgs make_decode_moe_args(const PackedGroupedGemmProblem& p) {
   DecodeMoeArgs m{};
-  DecodeArgs& a = m.d;
-  a.N = p.N;
-  a.M = p.total_M;
-  a.nchunks = static_cast<int32_t>(p.K / 32);
-  a.tiles_k = static_cast<int32_t>((p.K / kSfVec + 3) / 4);
-  a.cluster_k = 1;
-  a.pdl = kDecodeMoePdl;
-  a.tasks_per_batch = (p.N + 127) / 128 * 8;
-  a.w = p.b.data;
-  a.w_row = p.b.row_stride;
-  a.w_batch = p.b.batch_stride;
-  a.sfw = p.sfb.data;
-  a.sfw_row = p.sfb.row_stride;
-  a.sfw_batch = p.sfb.batch_stride;
-  a.sfw_tile_row_bytes = 512 * static_cast<int64_t>(a.tiles_k);
-  a.x = p.a.data;
-  a.x_row = p.a.row_stride;
-  a.x_batch = 0;
-  a.sfx = p.sfa.data;
-  a.sfx_row = p.sfa.row_stride;
-  a.sfx_batch = 0;
-  a.sfx_tile_row_bytes = a.sfw_tile_row_bytes;
-  a.sfw_blocked = p.sfb.layout == NVFP4_SF_BLOCKED ? 1 : 0;
-  a.sfx_blocked = p.sfa.layout == NVFP4_SF_BLOCKED ? 1 : 0;
-  a.alpha = 1.0f;
-  a.alpha_ptr = nullptr;
-  a.c = p.c.data;
-  a.c_dtype = static_cast<int32_t>(p.c.dtype);
-  a.c_row = p.c.row_stride;
-  a.c_col = p.c.col_stride;
-  a.c_batch = 0;
+  m.d = make_decode_args(decode_moe_dense(p));
+  m.d.pdl = kDecodeMoePdl;
   m.offsets = p.offsets;
   m.alphas = p.alphas;
   m.experts = p.G;

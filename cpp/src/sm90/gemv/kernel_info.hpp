@@ -1,11 +1,14 @@
-// Host side shared by the MMA GEMV (gemv.cu) and the decode-regime GEMM (gemm_decode.cu):
-// the resources of one kernel on a device, which their plans (plan.hpp, decode_plan.hpp)
-// turn into CTAs per SM. Callers cache the result per device (common/device_cache.hpp).
+// Host side shared by the MMA GEMV (gemv.cu) and the decode-regime kernels' launchers
+// (gemm_decode.cu, dual_gemm.cu, grouped_packed.cu): the resources of one kernel on a device,
+// which their plans (plan.hpp, decode_plan.hpp) turn into CTAs per SM (callers cache the result
+// per device: common/device_cache.hpp), and a decode plan turned into a launch.
 #pragma once
 
 #include <cuda_runtime_api.h>
 
 #include "../../common/cuda_check.hpp"
+#include "../launch.hpp"
+#include "decode_plan.hpp"
 #include "plan.hpp"
 
 namespace nvfp4::sm90::gemv_detail {
@@ -24,6 +27,23 @@ inline nvfp4_status_t query_kernel_info(int device, const void* kernel, MmaKerne
   v.max_smem_block = optin - v.static_smem;
   NVFP4_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, v.max_smem_block));
   return NVFP4_SUCCESS;
+}
+
+// A decode-regime launch from its plan (decode_plan.hpp decode_launch): the plan's
+// shape-dependent kernel parameters written into `a`, and the grid, block, shared memory,
+// cluster (the K split) and programmatic dependent launch of the kernel.
+inline LaunchShape decode_launch_shape(const DecodeLaunch& dl, DecodeArgs* a) {
+  a->tile_cap = dl.tile_cap;
+  a->cluster_k = dl.kc;
+  a->stages_per_cta = dl.stages_per_cta;
+  a->groups_per_batch = dl.groups_per_batch;
+  LaunchShape ls;
+  ls.grid = dim3(static_cast<unsigned>(dl.ctas), 1, 1);
+  ls.block = dim3(static_cast<unsigned>(32 * dl.warps), 1, 1);
+  ls.smem = dl.smem_launch;
+  ls.cluster_x = dl.kc > 1 ? static_cast<unsigned>(dl.kc) : 0u;
+  ls.pdl = a->pdl != 0;
+  return ls;
 }
 
 }  // namespace nvfp4::sm90::gemv_detail
