@@ -19,7 +19,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import HAVE_GPU, Operand, _make_device, assert_matches, pow2_alpha, ref_gemm, run_backend
+from _util import HAVE_GPU, Operand, assert_matches, pow2_alpha, ref_gemm, run_backend
 
 pytestmark = pytest.mark.gpu
 
@@ -27,13 +27,6 @@ IS_SM90 = HAVE_GPU and _nvfp4_ext.device_info(0)["backend"] == "sm90a"
 BACKENDS = ["auto"] + (["sm90a"] if IS_SM90 else [])
 LAYOUTS = ["linear", "blocked"]
 needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the decode kernel is sm90a's (a CC 9.0 device)")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    if not HAVE_GPU:
-        pytest.skip("no CUDA device")
-    return _make_device()
 
 
 def case(dev, M, N, K, L, layout, rng, **kw):

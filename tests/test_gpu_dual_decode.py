@@ -21,19 +21,12 @@ import pytest
 
 import nvfp4
 from nvfp4 import reference as R
-from _util import HAVE_GPU, Operand, _make_device, assert_matches
+from _util import Operand, assert_matches
 from test_gpu_dual_fused import BACKENDS, _workspace_bytes, case, dual, expected, needs_sm90
 
 pytestmark = pytest.mark.gpu
 
 LAYOUTS = ["linear", "blocked"]
-
-
-@pytest.fixture(scope="module")
-def dev():
-    if not HAVE_GPU:
-        pytest.skip("no CUDA device")
-    return _make_device()
 
 
 def route_L(N, L):

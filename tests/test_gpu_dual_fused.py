@@ -26,7 +26,7 @@ import pytest
 import nvfp4
 from nvfp4 import _nvfp4_ext
 from nvfp4 import reference as R
-from _util import HAVE_GPU, Operand, _make_device, assert_matches, pow2_alpha, ref_gemm
+from _util import HAVE_GPU, Operand, assert_matches, pow2_alpha, ref_gemm
 
 pytestmark = pytest.mark.gpu
 
@@ -35,13 +35,6 @@ BACKENDS = ["auto"] + (["sm90a"] if IS_SM90 else [])
 LAYOUTS = ["linear", "blocked"]
 BENCH = [(256, 4096, 7168), (512, 4096, 7168), (256, 3072, 4096), (512, 3072, 7168)]
 needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the fused dual kernel is sm90a's (a CC 9.0 device)")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    if not HAVE_GPU:
-        pytest.skip("no CUDA device")
-    return _make_device()
 
 
 def case(dev, M, N, K, L, layout, activation, rng):

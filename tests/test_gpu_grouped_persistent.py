@@ -24,7 +24,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import HAVE_GPU, Operand, _make_device, assert_matches, pow2_alpha, ref_gemm
+from _util import HAVE_GPU, Operand, assert_matches, pow2_alpha, ref_gemm
 
 pytestmark = pytest.mark.gpu
 
@@ -35,13 +35,6 @@ needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the one-launch grouped kern
 # gpu-mode grouped cases (python/nvfp4/_bench_problems.py): ([M_g], N, K)
 BENCH = [([80, 176, 128, 72, 64, 248, 96, 160], 4096, 7168), ([40, 76, 168, 72, 164, 148, 196, 160], 7168, 2048),
          ([192, 320], 3072, 4096), ([128, 384], 4096, 1536)]
-
-
-@pytest.fixture(scope="module")
-def dev():
-    if not HAVE_GPU:
-        pytest.skip("no CUDA device")
-    return _make_device()
 
 
 def groups(dev, Ms, Ns, Ks, layout, rng):

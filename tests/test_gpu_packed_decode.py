@@ -23,20 +23,13 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import HAVE_GPU, Operand, _make_device, assert_matches, run_backend
+from _util import HAVE_GPU, Operand, assert_matches, run_backend
 
 pytestmark = pytest.mark.gpu
 
 IS_SM90 = HAVE_GPU and _nvfp4_ext.device_info(0)["backend"] == "sm90a"
 BACKENDS = ["auto"] + (["sm90a"] if IS_SM90 else [])
 needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the MoE decode route is sm90a's (a CC 9.0 device)")
-
-
-@pytest.fixture(scope="module")
-def dev():
-    if not HAVE_GPU:
-        pytest.skip("no CUDA device")
-    return _make_device()
 
 
 def routing(tokens, experts, rng, topk=8):

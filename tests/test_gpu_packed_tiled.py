@@ -23,7 +23,7 @@ import pytest
 
 import nvfp4
 from _util import Operand, assert_matches
-from test_gpu_packed_decode import (BACKENDS, Experts, _kernel_names, dev, needs_sm90, offsets_of,  # noqa: F401
+from test_gpu_packed_decode import (BACKENDS, Experts, _kernel_names, needs_sm90, offsets_of,
                                     packed, reference, routing)
 
 pytestmark = pytest.mark.gpu
