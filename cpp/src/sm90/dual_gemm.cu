@@ -316,28 +316,9 @@ nvfp4_status_t plan_for(const DualGemmProblem& p, const Exec& exec, DualPlan* pl
 
 DualParams dual_params(const DualGemmProblem& p, const DualPlan& plan) {
   DualParams kp{};
-  GemmParams& g = kp.g;
-  g.M = p.M;
-  g.N = p.N;
-  g.K = p.K;
-  g.L = static_cast<int32_t>(p.L);
-  g.num_kb = plan.num_kb;
-  g.splits = plan.splits;
-  g.sf_blocked = p.sfb1.layout == NVFP4_SF_BLOCKED ? 1 : 0;
-  g.sf_mode = plan.sf_mode;
-  g.x_box_rows = plan.x_box_rows;
-  g.tiles_w = static_cast<int32_t>(plan.tiles_n);
-  g.tiles_x = static_cast<int32_t>(plan.tiles_x);
-  g.sf_w = ScaleSrc{p.sfb1.data, p.sfb1.row_stride, p.sfb1.batch_stride, p.N};
-  g.sf_x = ScaleSrc{p.sfa.data, p.sfa.row_stride, p.sfa.batch_stride, p.M};
-  g.alpha = p.alpha1.value;
-  g.alpha_ptr = p.alpha1.device_ptr;
-  g.c = p.c.data;
-  g.c_dtype = static_cast<int32_t>(p.c.dtype);
-  g.c_vec4 = plan.c_vec4;
-  g.c_row_stride = p.c.row_stride;
-  g.c_col_stride = p.c.col_stride;
-  g.c_batch_stride = p.c.batch_stride;
+  // the A·B1ᵀ GEMM's parameters (its weights, scales and alpha1), then B2's
+  kp.g = gemm_params_of(gemv_detail::decode_dual_half(p, false), plan.num_kb, plan.splits, plan.sf_mode,
+                        plan.x_box_rows, plan.tiles_n, plan.tiles_x, plan.c_vec4);
   kp.sf_w2 = ScaleSrc{p.sfb2.data, p.sfb2.row_stride, p.sfb2.batch_stride, p.N};
   kp.alpha2 = p.alpha2.value;
   kp.alpha2_ptr = p.alpha2.device_ptr;

@@ -178,29 +178,8 @@ GemmProblem token_gemv(const GemmProblem& p, int64_t m) {
 }
 
 GemmParams gemm_params(const GemmProblem& p, const GemmPlan& plan) {
-  GemmParams kp{};
-  kp.M = p.M;
-  kp.N = p.N;
-  kp.K = p.K;
-  kp.L = static_cast<int32_t>(p.L);
-  kp.num_kb = plan.num_kb;
-  kp.splits = plan.splits;
-  kp.sf_blocked = p.sfb.layout == NVFP4_SF_BLOCKED ? 1 : 0;
-  kp.sf_mode = plan.sf_mode;
-  kp.x_box_rows = plan.x_box_rows;
-  kp.tiles_w = static_cast<int32_t>(plan.tiles_w);
-  kp.tiles_x = static_cast<int32_t>(plan.tiles_x);
-  kp.sf_w = ScaleSrc{p.sfb.data, p.sfb.row_stride, p.sfb.batch_stride, p.N};
-  kp.sf_x = ScaleSrc{p.sfa.data, p.sfa.row_stride, p.sfa.batch_stride, p.M};
-  kp.alpha = p.alpha.value;
-  kp.alpha_ptr = p.alpha.device_ptr;
-  kp.c = p.c.data;
-  kp.c_dtype = static_cast<int32_t>(p.c.dtype);
-  kp.c_vec4 = plan.c_vec4;
-  kp.c_row_stride = p.c.row_stride;
-  kp.c_col_stride = p.c.col_stride;
-  kp.c_batch_stride = p.c.batch_stride;
-  return kp;
+  return gemm_params_of(p, plan.num_kb, plan.splits, plan.sf_mode, plan.x_box_rows, plan.tiles_w, plan.tiles_x,
+                        plan.c_vec4);
 }
 
 // tokens_decoded: the workspace already holds p's tokens pre-decoded (gemm_same_tokens).

@@ -40,6 +40,35 @@ struct GemmParams {
   int64_t c_row_stride, c_col_stride, c_batch_stride;  // elements
 };
 
+// The parameters of problem p for a planned launch (host): gemm.cu's GEMM from its GemmPlan,
+// the fused dual kernel's A·B1ᵀ part from its DualPlan (dual_gemm.cu adds B2's fields).
+inline GemmParams gemm_params_of(const GemmProblem& p, int32_t num_kb, int splits, int32_t sf_mode, int32_t x_box_rows,
+                                 int64_t tiles_w, int64_t tiles_x, int32_t c_vec4) {
+  GemmParams kp{};
+  kp.M = p.M;
+  kp.N = p.N;
+  kp.K = p.K;
+  kp.L = static_cast<int32_t>(p.L);
+  kp.num_kb = num_kb;
+  kp.splits = splits;
+  kp.sf_blocked = p.sfb.layout == NVFP4_SF_BLOCKED ? 1 : 0;
+  kp.sf_mode = sf_mode;
+  kp.x_box_rows = x_box_rows;
+  kp.tiles_w = static_cast<int32_t>(tiles_w);
+  kp.tiles_x = static_cast<int32_t>(tiles_x);
+  kp.sf_w = ScaleSrc{p.sfb.data, p.sfb.row_stride, p.sfb.batch_stride, p.N};
+  kp.sf_x = ScaleSrc{p.sfa.data, p.sfa.row_stride, p.sfa.batch_stride, p.M};
+  kp.alpha = p.alpha.value;
+  kp.alpha_ptr = p.alpha.device_ptr;
+  kp.c = p.c.data;
+  kp.c_dtype = static_cast<int32_t>(p.c.dtype);
+  kp.c_vec4 = c_vec4;
+  kp.c_row_stride = p.c.row_stride;
+  kp.c_col_stride = p.c.col_stride;
+  kp.c_batch_stride = p.c.batch_stride;
+  return kp;
+}
+
 // alpha: the float, or the device scalar read at kernel time (only after griddepcontrol.wait
 // where the kernel is a programmatic dependent: a grid before may write it).
 __device__ __forceinline__ float load_alpha(const GemmParams& p) {
