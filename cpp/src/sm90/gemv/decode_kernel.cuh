@@ -38,6 +38,17 @@
 
 namespace nvfp4::sm90::gemv_detail {
 
+// ptx::cp_async_16_cg under a predicate (no branch around it).
+__device__ __forceinline__ void cp_async_16_cg_if(uint32_t smem_dst, const void* gmem_src, bool pred) {
+  asm volatile(
+      "{\n .reg .pred p;\n setp.ne.b32 p, %2, 0;\n @p cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n}" ::"r"(
+          smem_dst),
+      "l"(gmem_src), "r"(static_cast<uint32_t>(pred))
+      : "memory");
+}
+// ptx::fence_reg for a pointer: computed here, kept in registers (not rederived at each use).
+__device__ __forceinline__ void fence_ptr(const uint8_t*& p) { asm volatile("" : "+l"(p)::"memory"); }
+
 // c[l, m, n] = v * 2^28 * alpha (the 2^-14 of each decoded operand).
 __device__ __forceinline__ void decode_store(const DecodeArgs& a, int64_t l, int64_t m, int64_t n, float v) {
   const float s = v * 268435456.0f * (a.alpha_ptr ? *a.alpha_ptr : a.alpha);
@@ -177,26 +188,40 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
   const int c_begin = SC * s_begin, c_end = min(nchunks, SC * s_end);
   const int n_mine = task_ok ? s_end - s_begin : 0;
 
+  // The copies of one stage: per lane kRowsPerLane row copies + one scale piece. Everything
+  // but the stage's source offset and ring slot is computed once here and made opaque to the
+  // compiler (ptx::fence_reg): without that it re-derived the row checks (64-bit compares),
+  // the ring address (shared window, warp offset) and the row offsets inside every copy's
+  // branch, ~35 instructions per 16-byte copy: 27% of the 8-token kernel's instructions in the profile
+  // (bench/NOTES.md "Decode kernel instruction count"). Copies are predicated, not branched.
+  uint32_t cp_ok = cp_rows, cp_dst_r = cp_dst, sf_dst_r = sf_dst;
+  const uint8_t *cp_src_r = cp_src, *cp_src2_r = cp_src2, *sf_src_r = sf_src;
+  ptx::fence_reg(cp_ok);
+  ptx::fence_reg(cp_dst_r);
+  ptx::fence_reg(sf_dst_r);
+  fence_ptr(cp_src_r);
+  if constexpr (kDual) fence_ptr(cp_src2_r);
+  fence_ptr(sf_src_r);
   auto issue = [&](int slot, int jj) {
     const int gs = s_begin + jj;
     const int nc = min(SC, nchunks - SC * gs);
     const uint32_t so = slot * kStageBytes;
-    const uint8_t* src = cp_src + static_cast<int64_t>(gs) * kRowBytes;
+    const int64_t gofs = static_cast<int64_t>(gs) * kRowBytes;
+    const uint8_t* src = cp_src_r + gofs;
 #pragma unroll
     for (int k = 0; k < kRowsPerLane; ++k) {
-      if (!(cp_rows & (1u << k))) continue;
       const uint8_t* row_src;
       if constexpr (kDual)  // copies 4..7: B2's rows
-        row_src = k >= 4 ? cp_src2 + static_cast<int64_t>(gs) * kRowBytes + cp_rowoff(k) * cp_wrow2
-                         : src + cp_rowoff(k) * cp_wrow;
+        row_src = k >= 4 ? cp_src2_r + gofs + cp_rowoff(k) * cp_wrow2 : src + cp_rowoff(k) * cp_wrow;
       else
         row_src = src + cp_rowoff(k) * cp_wrow;
-      const uint32_t row_dst = cp_dst + so + cp_smem_row(cp_rs + kRpi * k);
+      const uint32_t row_dst = cp_dst_r + so + cp_smem_row(cp_rs + kRpi * k);
 #pragma unroll
       for (int c = 0; c < SC / LPR; ++c)
-        if (nc == SC || cp_p + LPR * c < nc) ptx::cp_async_16_cg(row_dst + 16 * LPR * c, row_src + 16 * LPR * c);
+        cp_async_16_cg_if(row_dst + 16 * LPR * c, row_src + 16 * LPR * c,
+                               (cp_ok & (1u << k)) != 0 && (nc == SC || cp_p + LPR * c < nc));
     }
-    if (sf_lane && gs * sf_gstep < sf_lim) ptx::cp_async_16_cg(sf_dst + so, sf_src + gs * sf_step);
+    cp_async_16_cg_if(sf_dst_r + so, sf_src_r + gs * sf_step, sf_lane && gs * sf_gstep < sf_lim);
   };
 
   // ---- consumer constants ----
@@ -207,6 +232,17 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
                         : kStageA + (t >> 1) * 64 + (t & 1) * 2 + (g & 3) * 16 + (g >> 2) * 4)
                : kStageA + g * 2 * SC + 2 * t;
   const uint32_t tok = s_tok + static_cast<uint32_t>(g * 64);  // token g of group 0
+  // Token fragment of word jw, stage chunk c0: tok_w[jw] + c0 * kTokChunk (+ step and group
+  // offsets, immediates): chunk t of the step, 16-byte slot jw ^ t (decode_mma.cuh).
+  constexpr uint32_t kTokChunk = 8 * NT8 * 64;
+  uint32_t a_off_r = a_off, sf_off_r = sf_off, tok_w[4];
+#pragma unroll
+  for (int jw = 0; jw < 4; ++jw) {
+    tok_w[jw] = tok + static_cast<uint32_t>(t) * kTokChunk + 16u * static_cast<uint32_t>(jw ^ t);
+    ptx::fence_reg(tok_w[jw]);
+  }
+  ptx::fence_reg(a_off_r);
+  ptx::fence_reg(sf_off_r);
 
   float sum[NT8][4], acc[NT8][4];
 #pragma unroll
@@ -256,15 +292,16 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
       const int c0 = SC * gs - t0;
       const int nc = min(SC, nchunks - SC * gs);
       const uint32_t st = ring + slot * kStageBytes;
+      const uint32_t tst[4] = {tok_w[0] + c0 * kTokChunk, tok_w[1] + c0 * kTokChunk, tok_w[2] + c0 * kTokChunk,
+                               tok_w[3] + c0 * kTokChunk};
       if (nc == SC) {
 #pragma unroll
         for (int u = 0; u < SC / 4; ++u)
-          decode_step<NT8, kBlocked, false, kDual>(st, a_off, sf_off, tok, u, c0 + 4 * u, t, nc, acc);
+          decode_step<NT8, kBlocked, false, kDual>(st + a_off_r, st + sf_off_r, tst, u, t, nc, acc);
       } else {
 #pragma unroll
         for (int u = 0; u < SC / 4; ++u)
-          if (4 * u < nc)
-            decode_step<NT8, kBlocked, true, kDual>(st, a_off, sf_off, tok, u, c0 + 4 * u, t, nc, acc);
+          if (4 * u < nc) decode_step<NT8, kBlocked, true, kDual>(st + a_off_r, st + sf_off_r, tst, u, t, nc, acc);
       }
       // The stage's 512-K chain into the round-to-nearest sum.
 #pragma unroll

@@ -40,6 +40,29 @@
 
 namespace nvfp4::sm90::gemv_detail {
 
+// The four decoded, scaled pairs of word q (f[p] = decode_pair<p>(q, scale2), bit for bit)
+// with the shifts and masks shared between the pairs: e holds in byte j the fp16 high byte
+// (sign at bit 7, e1 e0 m at bits 1..3) of the low nibble of byte j (nibble 2j), o that of
+// the high nibble (2j + 1); pair p (nibbles p, p + 4) is bytes p >> 1 and 2 + (p >> 1) of e
+// (p even) or o (p odd) in the high byte of each half: one PRMT (bytes 0, 2) or one LOP3
+// (bytes 1, 3). 11 integer instructions per word instead of 15 (4 x decode_pair), 8 of them on
+// the ALU pipe instead of 9: the left shifts are IMAD.SHL, the right shift a multiply-high, both
+// on the FMA pipe (checked against decode_pair on all 2^32 words; bench/NOTES.md "Decode kernel
+// instruction count"). Here and not in fp4_decode.cuh: only the decode kernel uses it.
+__device__ __forceinline__ uint32_t mulhi_u32(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.hi.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+__device__ __forceinline__ void decode_word_scaled(uint32_t q, uint32_t scale2, uint32_t (&f)[4]) {
+  const uint32_t e = ((q << 4) & 0x80808080u) | ((q << 1) & 0x0E0E0E0Eu);
+  const uint32_t o = (q & 0x80808080u) | (mulhi_u32(q, 1u << 29) & 0x0E0E0E0Eu);  // q >> 3
+  f[0] = hmul2_u32(__byte_perm(e, 0u, 0x2404), scale2);  // bytes 0, 2 of e: nibbles 0, 4
+  f[1] = hmul2_u32(__byte_perm(o, 0u, 0x2404), scale2);  // nibbles 1, 5
+  f[2] = hmul2_u32(e & 0xFF00FF00u, scale2);              // bytes 1, 3 of e: nibbles 2, 6
+  f[3] = hmul2_u32(o & 0xFF00FF00u, scale2);              // nibbles 3, 7
+}
+
 // D(16x8 f32) += A(16x16 f16) * B(16x8 f16).
 __device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                               uint32_t b0, uint32_t b1) {
@@ -78,11 +101,10 @@ __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeAr
       const uint32_t qw[4] = {q.x, q.y, q.z, q.w};
 #pragma unroll
       for (int jw = 0; jw < 4; ++jw) {
-        const uint32_t sc = jw < 2 ? s0 : s1;
-        out[4 * jw + 0] = decode_pair<0>(qw[jw], sc);
-        out[4 * jw + 1] = decode_pair<1>(qw[jw], sc);
-        out[4 * jw + 2] = decode_pair<2>(qw[jw], sc);
-        out[4 * jw + 3] = decode_pair<3>(qw[jw], sc);
+        uint32_t f[4];  // pairs 0..3 (decode_pair<p>, bit for bit)
+        decode_word_scaled(qw[jw], jw < 2 ? s0 : s1, f);
+#pragma unroll
+        for (int p = 0; p < 4; ++p) out[4 * jw + p] = f[p];
       }
     } else {
 #pragma unroll
@@ -96,34 +118,35 @@ __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeAr
   }
 }
 
-// One step u of a stage at `st` (ring address): chunks 4u + t of rows g, g + 8 times the
-// NT8 token groups of tile-relative chunk cs + t (cs = c0 + 4u). kCheck: partial stage,
-// chunks >= nc of it are past K (stale ring and tile data: their fragments are zeroed).
+// One step u of a stage: chunks 4u + t of rows g, g + 8 (the lane's weight bytes at wa, its
+// scales at ws: ring slot + a_off / sf_off) times the NT8 token groups of stage chunk 4u + t
+// (tst[jw]: the token fragment address of word jw at the stage's first chunk, chunk t, slot
+// jw ^ t; the step and group offsets are immediates). kCheck: partial stage, chunks >= nc of
+// it are past K (stale ring and tile data: their fragments are zeroed).
 // kDual: blocked scales of a 64-K tile are B1's 2 lines then B2's (row g + 8: 32 bytes on).
 template <int NT8, bool kBlocked, bool kCheck, bool kDual = false>
-__device__ __forceinline__ void decode_step(uint32_t st, uint32_t a_off, uint32_t sf_off, uint32_t tok, int u,
-                                            int cs, int t, int nc, float (&acc)[NT8][4]) {
+__device__ __forceinline__ void decode_step(uint32_t wa, uint32_t ws, const uint32_t (&tst)[4], int u, int t, int nc,
+                                            float (&acc)[NT8][4]) {
   constexpr uint32_t kSfU = kBlocked ? 128u : 8u, kSfR8 = kBlocked ? (kDual ? 32u : 8u) : 16u * kMmaSC;
   constexpr uint32_t kA8 = 4 * 16 * kMmaSC;
   constexpr uint32_t kChunk = 8 * NT8 * 64;  // token tile bytes per chunk
   const bool live = !kCheck || 4 * u + t < nc;
-  const uint4 x = ptx::lds128(st + a_off + 64 * u);
-  const uint4 y = ptx::lds128(st + a_off + kA8 + 64 * u);
-  uint32_t ha = e4m3x2_to_f16x2(ptx::lds_u16(st + sf_off + kSfU * u));
-  uint32_t hb = e4m3x2_to_f16x2(ptx::lds_u16(st + sf_off + kSfR8 + kSfU * u));
+  const uint4 x = ptx::lds128(wa + 64 * u);
+  const uint4 y = ptx::lds128(wa + kA8 + 64 * u);
+  uint32_t ha = e4m3x2_to_f16x2(ptx::lds_u16(ws + kSfU * u));
+  uint32_t hb = e4m3x2_to_f16x2(ptx::lds_u16(ws + kSfR8 + kSfU * u));
   if (!live) ha = hb = 0u;  // decoded e2m1 values are finite: x * 0 = 0
   const uint32_t sa[2] = {bcast_lo(ha), bcast_hi(ha)}, sb[2] = {bcast_lo(hb), bcast_hi(hb)};
   const uint32_t xw[4] = {x.x, x.y, x.z, x.w}, yw[4] = {y.x, y.y, y.z, y.w};
-  const uint32_t tchunk = tok + static_cast<uint32_t>(cs + t) * kChunk;
 #pragma unroll
   for (int jw = 0; jw < 4; ++jw) {
-    const uint32_t f0 = decode_pair<0>(xw[jw], sa[jw >> 1]), g0 = decode_pair<0>(yw[jw], sb[jw >> 1]);
-    const uint32_t f1 = decode_pair<1>(xw[jw], sa[jw >> 1]), g1 = decode_pair<1>(yw[jw], sb[jw >> 1]);
-    const uint32_t f2 = decode_pair<2>(xw[jw], sa[jw >> 1]), g2 = decode_pair<2>(yw[jw], sb[jw >> 1]);
-    const uint32_t f3 = decode_pair<3>(xw[jw], sa[jw >> 1]), g3 = decode_pair<3>(yw[jw], sb[jw >> 1]);
+    uint32_t f[4], g[4];  // pairs 0..3 of rows g, g + 8 (decode_pair<p>, bit for bit)
+    decode_word_scaled(xw[jw], sa[jw >> 1], f);
+    decode_word_scaled(yw[jw], sb[jw >> 1], g);
+    const uint32_t f0 = f[0], f1 = f[1], f2 = f[2], f3 = f[3], g0 = g[0], g1 = g[1], g2 = g[2], g3 = g[3];
 #pragma unroll
     for (int j = 0; j < NT8; ++j) {
-      uint4 b = ptx::lds128(tchunk + static_cast<uint32_t>(j * 8 * 64) + 16u * (jw ^ t));
+      uint4 b = ptx::lds128(tst[jw] + static_cast<uint32_t>(4 * u) * kChunk + static_cast<uint32_t>(j * 8 * 64));
       if (!live) b = make_uint4(0u, 0u, 0u, 0u);  // stale tile bytes may be NaN / Inf
       mma_f16_16816(acc[j], f0, g0, f1, g1, b.x, b.y);
       mma_f16_16816(acc[j], f2, g2, f3, g3, b.z, b.w);
