@@ -1,13 +1,13 @@
 """GPU tests of the decode-regime GEMM (issue 22): gemm with 2..16 tokens on at least 4096
-weight rows (N·L) runs the sm90a decode kernel (cpp/src/sm90/gemv/decode_kernel.cuh, routed by
+weight rows (N·L), and 17..32 tokens (4 token groups) on at least 7168, runs the sm90a decode kernel (cpp/src/sm90/gemv/decode_kernel.cuh, routed by
 gemm_plan.hpp's decode_route; gemv/decode_plan.hpp says why those bounds) wherever the operands
 are aligned; the results must match the float64 reference
 (docs/design.md "Numerics", tests/_util.py tolerances) on the benchmark shapes, odd shapes
 (token-group tails, N tails, K = 32 / 96 tails, both layouts, L = 1 / 3, fp16 / bf16 / fp32),
 every token count, every cluster split the plan picks on an H100, extreme and NaN scales,
 device alphas (also changed between CUDA-graph replays); and the profiler must show the
-decode kernel (not the tiled GEMM, not GEMVs) for M = 2..16. M = 1 (a GEMV), 17..65 and
-fewer rows (the tiled GEMM) are checked beside them; shapes outside the route still have to
+decode kernel (not the tiled GEMM, not GEMVs) for M = 2..16 (17..32 on >= 7168 rows). M = 1
+(a GEMV), 33..65, 17..32 on fewer rows and fewer rows (the tiled GEMM) are checked beside them; shapes outside the route still have to
 match the reference.
 
 Run: python -m pytest -q tests/test_gpu_decode.py"""
@@ -96,6 +96,19 @@ def test_every_token_count(dev, layout, backend, rng):
         assert_matches(dev.get(out), alpha * acc, "float32")
 
 
+@pytest.mark.parametrize("backend", BACKENDS)
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_every_token_count_wide(dev, layout, backend, rng):
+    """M = 17..33 on >= 7168 rows: every tail of the 4 token groups (33: the tiled GEMM), fp32 out,
+    a device alpha; N = 7200 (a partial 128-row block), K = 1024 (2 stages)."""
+    N, K = 7200, 1024
+    for M in range(17, 34):
+        a, b, acc = case(dev, M, N, K, None, layout, rng)
+        alpha = pow2_alpha(acc) * 0.75
+        out = gemm(a, b, layout, backend, alpha=dev.scalar(alpha), out_dtype="float32")
+        assert_matches(dev.get(out), alpha * acc, "float32")
+
+
 # Launch shapes on the decode route (cluster split kc 1 or 2, 2..8 warps per CTA; another GPU
 # may pick others, the results must match all the same), partial last ranks, batches.
 SPLITS = [
@@ -107,6 +120,10 @@ SPLITS = [
     (16, 4096, 14336, 1),   # a benchmark shape
     (4, 14336, 4096, 1),    # a benchmark shape, kc 1
     (2, 4100, 2080, 3),     # K tail: a partial last stage, N tail
+    (32, 7168, 7168, 1),    # 4 token groups, a benchmark shape (kc 4)
+    (17, 14336, 4096, 1),   # 4 token groups, a benchmark shape (kc 2), 15 empty token columns
+    (24, 7300, 2080, 1),    # 4 token groups: K tail, N tail
+    (20, 2400, 1024, 3),    # 4 token groups, batched: 7200 rows in all
 ]
 
 
@@ -210,7 +227,7 @@ def _kernel_names(dev, fn):
 @needs_sm90
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("M,N", [(1, 4096), (2, 4096), (3, 4096), (8, 4096), (9, 4096), (16, 4096), (17, 4096),
-                                 (32, 4096), (65, 4096), (8, 2048)])
+                                 (32, 4096), (65, 4096), (8, 2048), (17, 7168), (32, 7168), (33, 7168)])
 def test_decode_kernel_runs(dev, M, N, layout, rng):
     if dev.name != "torch":
         pytest.skip("needs PyTorch (profiler)")
@@ -219,7 +236,7 @@ def test_decode_kernel_runs(dev, M, N, layout, rng):
     names = _kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend="sm90a"))
     decode = [n for n in names if "gemm_decode_kernel" in n]
     others = [n for n in names if "nvfp4_sm90_gemm" in n or "gemv_mma_kernel" in n or "gemv_reg_kernel" in n]
-    if 2 <= M <= 16 and N >= 4096:
+    if (2 <= M <= 16 and N >= 4096) or (17 <= M <= 32 and N >= 7168):
         assert len(decode) == 1 and not others, names
     else:
         assert not decode and others, names

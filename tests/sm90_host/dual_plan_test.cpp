@@ -328,7 +328,7 @@ static void test_decode_route() {
   // the target shapes: 2..16 tokens decode, 1 composed, 17 and 64 fused
   for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED})
     for (int64_t NK : {0, 1})
-      for (int64_t M : {1, 2, 3, 4, 7, 8, 9, 16, 17, 64, 256}) {
+      for (int64_t M : {1, 2, 3, 4, 7, 8, 9, 16, 17, 32, 64, 256}) {
         const int64_t N = NK ? 14336 : 4096, K = NK ? 4096 : 7168;
         const DualGemmProblem p = dense(M, N, K, 1, layout);
         const DualPath want = M == 1 ? DualPath::kComposed : M <= 16 ? DualPath::kDecode : DualPath::kFused;
@@ -336,6 +336,9 @@ static void test_decode_route() {
         CHECK(g.path == want && dual_decode_route(p) == (want == DualPath::kDecode),
               "%lldx%lldx%lld layout %d: %s", (long long)M, (long long)N, (long long)K, (int)layout, path_name(g.path));
         CHECK(plan_dual(p, dev, false).path == (M <= 2 ? DualPath::kComposed : DualPath::kFused), "without the route");
+        // the dense route's 17..32 (4 token groups) has no dual instance
+        CHECK((decode_dual_unsupported(p) == nullptr) == (M >= 2 && M <= kDecodeDualMaxTokens), "dual support M=%lld",
+              (long long)M);
       }
   // the rows bound: 2 N L >= 4096 weight rows
   struct Rows {

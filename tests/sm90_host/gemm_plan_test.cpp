@@ -331,7 +331,7 @@ static void test_invariants(std::mt19937_64& rng) {
     }
     const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
     const GemmPlan g = plan_gemm(p, d, ws);
-    if (M <= gemv_detail::kDecodeMaxTokens && N * L >= gemv_detail::kDecodeMinRows &&
+    if (M <= gemv_detail::kDecodeMaxTokens && N * L >= gemv_detail::decode_min_rows(M) &&
         (p.sfb.layout == NVFP4_SF_BLOCKED || K % 256 == 0)) {  // dense operands: always the decode kernel
       CHECK(g.unsupported == nullptr && g.path == GemmPath::kDecode && g.workspace_bytes == 0 && g.grid[0] == 0,
             "%lldx%lldx%lld: %s", static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
@@ -507,8 +507,8 @@ static void test_packed() {
 
 // ---------------------------------------------------------------------------
 // The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..16 tokens on >= 4096 weight rows
-// (N·L) with aligned operands; M = 1 stays a GEMV, M = 17.. and fewer rows the tiled GEMM,
-// misaligned operands the old routes.
+// (N·L), 17..32 on >= 7168, with aligned operands; M = 1 stays a GEMV, M = 33.., 17..32 on
+// 4096x14336 and fewer rows the tiled GEMM, misaligned operands the old routes.
 // ---------------------------------------------------------------------------
 static void test_decode_route() {
   const GemmDeviceNumbers dev = h100();
@@ -518,11 +518,16 @@ static void test_decode_route() {
       for (int64_t NK : {int64_t{7168}, int64_t{4096}}) {
         const GemmProblem p = dense(M, NK, NK == 4096 ? 14336 : 7168, 1, lay);
         const GemmPlan g = plan_gemm(p, dev, SIZE_MAX);
-        const GemmPath want = M == 1 ? GemmPath::kGemvRoute : M <= 16 ? GemmPath::kDecode : GemmPath::kPredecoded;
-        CHECK(g.unsupported == nullptr && g.path == want && (M > 16 || g.workspace_bytes == 0),
+        const bool dec = M >= 2 && (M <= 16 || (M <= 32 && NK == 7168));
+        const GemmPath want = M == 1 ? GemmPath::kGemvRoute : dec ? GemmPath::kDecode : GemmPath::kPredecoded;
+        CHECK(g.unsupported == nullptr && g.path == want && (!dec || g.workspace_bytes == 0),
               "M=%lld N=%lld layout %d: %s (want %s)", static_cast<long long>(M), static_cast<long long>(NK),
               static_cast<int>(lay), path_name(g.path), path_name(want));
-        CHECK(decode_route(p) == (M >= 2 && M <= 16), "decode_route M=%lld", static_cast<long long>(M));
+        CHECK(decode_route(p) == dec, "decode_route M=%lld N=%lld", static_cast<long long>(M),
+              static_cast<long long>(NK));
+        // 14336x4096 (wide rows) takes 17..32 as 7168^2 does
+        CHECK(decode_route(dense(M, 14336, 4096, 1, lay)) == (M >= 2 && M <= 32), "decode_route M=%lld 14336x4096",
+              static_cast<long long>(M));
         GemmProblem few = dense(M, 2048, 7168, 1, lay);  // too few rows: the tiled GEMM (or a GEMV)
         CHECK(!decode_route(few), "decode_route M=%lld N=2048", static_cast<long long>(M));
       }

@@ -471,11 +471,11 @@ static void test_geometry_and_args() {
 // ---------------------------------------------------------------------------
 // 9. decode-regime GEMM (decode_plan.hpp)
 // ---------------------------------------------------------------------------
-// The decode kernels as built by CUDA 13 for sm_90a (ptxas -v): 70 / 117 / 139 / 178 registers
-// for 1 / 2 / 4 / 8 token groups (blocked weight scales; linear 68 / 116 / 138 / 175), no static
-// shared memory.
+// The decode kernels as built by CUDA 13 for sm_90a (ptxas -v): 79 / 106 / 124 registers for
+// 1 / 2 / 4 token groups (blocked weight scales; linear 77 / 106 / 126; NT8 = 4 under
+// __launch_bounds__(256, 2)), no static shared memory.
 static MmaKernelInfo decode_info(int nt8) {
-  MmaKernelInfo i = h100_info(nt8 == 1 ? 70 : 117);
+  MmaKernelInfo i = h100_info(nt8 == 1 ? 79 : nt8 == 2 ? 106 : 126);
   i.static_smem = 0;
   i.max_smem_block = 232448;
   return i;
@@ -483,15 +483,22 @@ static MmaKernelInfo decode_info(int nt8) {
 
 static void test_decode_plan() {
   // token groups and tiles
-  CHECK(decode_nt8(2) == 1 && decode_nt8(8) == 1 && decode_nt8(9) == 2 && decode_nt8(16) == 2, "token groups");
-  CHECK(decode_tile_cap(1, 7) == 64 && decode_tile_cap(2, 7) == 32 && decode_tile_cap(2, 1) == kMmaSC,
+  CHECK(decode_nt8(2) == 1 && decode_nt8(8) == 1 && decode_nt8(9) == 2 && decode_nt8(16) == 2 &&
+            decode_nt8(17) == 4 && decode_nt8(32) == 4,
+        "token groups");
+  CHECK(decode_tile_cap(1, 7) == 64 && decode_tile_cap(2, 7) == 32 && decode_tile_cap(2, 1) == kMmaSC &&
+            decode_tile_cap(4, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(4), 4) == 32768,
         "token tile caps");
+  // rows the route needs: 4096 up to 16 tokens, 7168 for 17..32 (4 token groups)
+  CHECK(decode_min_rows(2) == 4096 && decode_min_rows(16) == 4096 && decode_min_rows(17) == 7168 &&
+            decode_min_rows(32) == 7168,
+        "decode_min_rows");
   CHECK(decode_token_tile_bytes(64, 2) == 64 * 16 * 64, "token tile bytes");
   // support
   for (nvfp4_sf_layout_t lay : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
     for (int64_t M : {1LL, 2LL, 3LL, 16LL, 17LL, 32LL, 64LL, 65LL, 128LL}) {
       const GemmProblem p = dense_problem(M, 7168, 7168, 1, lay);
-      CHECK((decode_unsupported(p) == nullptr) == (M >= 2 && M <= 16), "M = %lld", (long long)M);
+      CHECK((decode_unsupported(p) == nullptr) == (M >= 2 && M <= 32), "M = %lld", (long long)M);
     }
   }
   {
@@ -525,6 +532,8 @@ static void test_decode_plan() {
   const Want wants[] = {
       {7168, 7168, 1, 8, 4, 224},   {4096, 14336, 1, 5, 4, 208}, {14336, 4096, 1, 7, 2, 256},
       {7168, 7168, 2, 8, 4, 224},   {4096, 14336, 2, 5, 4, 208}, {14336, 4096, 2, 7, 2, 256},
+      // 4 groups: the same shapes (a 32 KB token tile of one stage, 124-126 registers: two CTAs per SM)
+      {7168, 7168, 4, 8, 4, 224},   {4096, 14336, 4, 5, 4, 208}, {14336, 4096, 4, 7, 2, 256},
   };
   for (const Want& w : wants) {
     const MmaKernelInfo info = decode_info(w.nt8);
@@ -540,7 +549,7 @@ static void test_decode_plan() {
           s.kc, (long long)d.ctas, w.wt, w.kc, (long long)w.ctas);
   }
   // invariants over a grid of problems
-  for (int nt8 : {1, 2})
+  for (int nt8 : {1, 2, 4})
     for (int64_t N : {8LL, 200LL, 1000LL, 4096LL, 7168LL, 14336LL, 50000LL})
       for (int64_t K : {32LL, 96LL, 512LL, 4096LL, 7168LL, 14336LL, 65536LL})
         for (int64_t L : {1LL, 3LL}) {

@@ -39,8 +39,8 @@ constexpr int kMaxSplits = 8;   // CTAs of a split-K cluster (the portable clust
 // three GEMVs (~37 µs) are not a sure win at M = 3.
 constexpr int64_t kGemvMaxTokens = 2;
 
-// The decode regime: 2..kDecodeMaxTokens (16) tokens on at least kDecodeMinRows (4096) weight
-// rows (N·L), with the operands the decode kernel takes (gemv/decode_plan.hpp: 16-byte
+// The decode regime: 2..kDecodeMaxTokens (32) tokens on at least decode_min_rows(M) weight rows
+// (N·L: 4096 for <= 16 tokens, 7168 for 17..32), with the operands the decode kernel takes (gemv/decode_plan.hpp: 16-byte
 // aligned rows, weight scales as 16-byte pieces), run on gemm_decode.cu's kernel, which
 // streams the weights like the MMA GEMV and multiplies each decoded weight fragment by all
 // tokens (H100: 7168^2 at M = 4 19.3 µs against the tiled GEMM's 27.9; the bounds and the
@@ -48,7 +48,7 @@ constexpr int64_t kGemvMaxTokens = 2;
 // GEMVs; M >= 3: the tiled GEMM).
 inline bool decode_route(const GemmProblem& p) {
   return p.M >= gemv_detail::kDecodeMinTokens && p.M <= gemv_detail::kDecodeMaxTokens && p.N > 0 && p.L > 0 &&
-         p.N * p.L >= gemv_detail::kDecodeMinRows && gemv_detail::decode_unsupported(p) == nullptr;
+         p.N * p.L >= gemv_detail::decode_min_rows(p.M) && gemv_detail::decode_unsupported(p) == nullptr;
 }
 
 // Pre-decoded path: the tokens decoded once into an fp16 workspace (kernel/token_predecode.cuh)

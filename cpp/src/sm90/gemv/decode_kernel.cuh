@@ -1,12 +1,12 @@
 // gemm_decode_kernel: the sm90a GEMM of the decode regime, c[l, m, n] = alpha * sum_k
-// x[l, m, k] * w[l, n, k] for M = 2..16 tokens x against N weight rows w (decode_plan.hpp
+// x[l, m, k] * w[l, n, k] for M = 2..32 tokens x against N weight rows w (decode_plan.hpp
 // says which problems; the tiled GEMM takes the rest).
 //
 // Why: with a few tokens the work is reading the weights once. The MMA GEMV (mma_kernel.cuh)
 // streams them at 1.2-1.5x the copy SOL; this kernel keeps its copy side unchanged (each
 // warp streams 16 weight rows through its own 2-stage cp.async ring, 256 B of each row per
 // stage, the blocked scales of a 64-element K tile as one 64-byte piece) and replaces the
-// one-token math by fp16 tensor-core MMAs over up to 16 tokens (the route: decode_plan.hpp).
+// one-token math by fp16 tensor-core MMAs over up to 32 tokens (the route: decode_plan.hpp).
 //
 // The kernel is split by job: decode_mma.cuh holds the numerics, the MMA mapping, the token
 // tile and one MMA step; decode_moe.cuh the packed MoE route's chunk scan and row store;
@@ -408,9 +408,11 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
   ptx::cluster_sync_relaxed();  // no CTA leaves while another still reads its partials
 }
 
-// The dense decode-regime GEMM (gemm_decode.cu).
+// The dense decode-regime GEMM (gemm_decode.cu). NT8 = 4 (17..32 tokens) is held to 128 registers
+// (124-126 used, no spills; 131 unbounded), so that two 8-warp CTAs fit on an SM as for 1 and 2
+// groups (the shape model, decode_plan.hpp); 1 and 2 groups (77 / 106) are unchanged by the bound.
 template <int NT8, bool kBlocked>
-__global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_kernel(const DecodeArgs args) {
+__global__ void __launch_bounds__(kDecodeMaxWarps * 32, NT8 == 4 ? 2 : 1) gemm_decode_kernel(const DecodeArgs args) {
   decode_gemm<NT8, kBlocked, false>(args, nullptr, nullptr, 0);
 }
 

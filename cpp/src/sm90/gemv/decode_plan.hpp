@@ -1,4 +1,4 @@
-// Host-side planning of the sm90a decode-regime GEMM (gemm with M = 2..kDecodeMaxTokens
+// Host-side planning of the sm90a decode-regime GEMM (gemm with M = 2..kDecodeMaxTokens (32)
 // tokens against the weights; kernel: decode_kernel.cuh, launcher: ../gemm_decode.cu):
 // which problems it takes, the token group count NT8 (8 tokens per MMA column group), the
 // launch shape (warp tasks per CTA, K split over a cluster) from an occupancy and balance
@@ -48,28 +48,42 @@ struct DecodeArgs {
   int64_t c_row, c_col, c_batch;   // elements: per token m, per weight row n, per batch
 };
 
-// Tokens taken: 2..16 (NT8 = 1 or 2 groups of 8). One token stays a GEMV (gemv.cu).
+// Tokens taken: 2..32 (NT8 = 1, 2 or 4 groups of 8). One token stays a GEMV (gemv.cu).
 // The per-warp token fragments cost shared-memory bandwidth: 4 LDS.128 per word and group,
-// (1 + 2 NT8) KB per warp step of 2048 weight elements, i.e. on N = K = 7168 (389 k weight
-// elements per SM) ~13k cycles of the SM's 128 B/clk at NT8 = 4 and ~25k at NT8 = 8, against
-// ~17k for the weights' bytes on an H100: why 4 and 8 groups (17..64 tokens) lose to the
-// tiled GEMM (below), which therefore takes them.
+// (1 + 2 NT8) KB per warp step of 2048 weight elements, and each group adds 32 HMMA per
+// warp stage (~8 cycles each on an SM sub-partition).
 //
 // Measured (H100, graph replay, against the tiled GEMM in the same run; bench/NOTES.md
 // "Decode-regime GEMM: first GPU runs"): 4..16 tokens on N >= 4096 rows gain up to 1.45x
 // (7168^2 M=4: 27.9 -> 19.3 µs; 14336x4096 M=16: 31.4 -> 21.8; 4096x14336 M=4: 33.4 -> 27.0);
-// 32 tokens break even on 7168^2 (29.3 vs 28.4) and lose on 4096x14336 (35.1 vs 52.4), 48 and
-// 64 lose everywhere (7168^2 M=64: 30.5 vs 47.2), and fewer than 4096 weight rows per launch
-// lose (2048x7168 M=8: 15.4 vs 19.2): too few 16-row tasks to keep 132 SMs streaming.
-// So the route takes 2..16 tokens on N·L >= 4096 rows; the tiled GEMM keeps the rest.
+// fewer than 4096 weight rows per launch lose (2048x7168 M=8: 15.4 vs 19.2): too few 16-row
+// tasks to keep 132 SMs streaming. Session 10's 4- and 8-group instances (one 8-warp CTA per
+// SM, the pre-ISA instruction count) broke even at 32 tokens on 7168^2 (28.4 vs 29.3) and lost
+// at 48 / 64 (47.2 vs 30.5). 17..32 tokens come back with NT8 = 4 at two 8-warp CTAs per SM
+// (__launch_bounds__ min 2 blocks: 124-126 registers, no spills) and the instruction-count
+// variant's SASS (830 per warp stage against 1,006). Measured (H100, session 12, same call):
+// 14336x4096 M=32 25.5 µs against the tiled GEMM's 31.4 (1.23x), 7168^2 M=17 / 32 27.0 / 26.9
+// against 28.5 / 28.1 (1.04-1.06x; predicted 23-25: bench/NOTES.md "32/64-token decode instances").
+// 17..32 tokens need >= kDecodeWideMinRows weight rows (N·L): at 4096 rows (4096x14336) the
+// shape model can only give 5-warp CTAs (10 warps per SM) and each warp decodes 8/5 of the token
+// share; the model puts it at ~32-36 µs against the tiled GEMM's 35.2, so it stays tiled.
+// 33..64 tokens (NT8 = 8: 171 registers, at most 10 warps per SM, 2x the HMMA and token
+// fragments) stay on the tiled GEMM: the model puts them at 41-54 µs against its 30.7-36.1.
 constexpr int64_t kDecodeMinTokens = 2;
-constexpr int64_t kDecodeMaxTokens = 16;
+constexpr int64_t kDecodeMaxTokens = 32;
+constexpr int64_t kDecodeWideTokens = 16;  // above: NT8 = 4, the wide-rows bound
+constexpr int64_t kDecodeWideMinRows = 7168;
+// The dual route's bound (dual_plan.hpp): its kernel has 1 and 2 token groups only.
+constexpr int64_t kDecodeDualMaxTokens = 16;
 constexpr int64_t kDecodeMinRows = 4096;
-inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : 2; }
+// Weight rows (N·L) the route needs for M tokens.
+inline int64_t decode_min_rows(int64_t M) { return M > kDecodeWideTokens ? kDecodeWideMinRows : kDecodeMinRows; }
+inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : 4; }
 // Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile: 32 KB, i.e.
-// 64 chunks (2048 K) for 8 tokens, 32 for 16, so that two 8-warp CTAs (32 KB + 73 KB of rings
-// + 1 KB each) fit on an SM for either token count (bench/NOTES.md "Decode kernel streaming").
-inline int decode_tile_chunks(int nt8) { return nt8 == 1 ? 64 : 32; }
+// 64 chunks (2048 K) for 8 tokens, 32 for 16, 16 (one stage) for 32, so that two 8-warp CTAs
+// (32 KB + 73 KB of rings + 1 KB each) fit on an SM for every token count (bench/NOTES.md
+// "Decode kernel streaming").
+inline int decode_tile_chunks(int nt8) { return nt8 == 1 ? 64 : nt8 == 2 ? 32 : 16; }
 constexpr int kDecodeMaxWarps = 8;
 // Cluster split of K: up to 4 CTAs, each rank >= kDecodeMinClusterStages stages and none empty.
 // (Session 10 measured clusters of 4 slower, 4096x14336 M=4 36.8 µs against 27.0: 32 clusters
@@ -300,6 +314,7 @@ inline GemmProblem decode_dual_half(const DualGemmProblem& p, bool second) {
 inline const char* decode_dual_unsupported(const DualGemmProblem& p) {
   if (const char* why = decode_unsupported(decode_dual_half(p, false))) return why;
   if (const char* why = decode_unsupported(decode_dual_half(p, true))) return why;
+  if (p.M > kDecodeDualMaxTokens) return "sm90a decode dual gemm: M out of range";
   if (p.sfb1.layout != p.sfb2.layout) return "sm90a decode dual gemm: B1 and B2 scales in different layouts";
   if (p.activation != NVFP4_ACT_SILU && p.activation != NVFP4_ACT_GELU_TANH)
     return "sm90a decode dual gemm: unknown activation";
