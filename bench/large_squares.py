@@ -5,7 +5,12 @@ rotated over > 256 MB), after 0.3 s of warm-up each, so that both see the same c
 ratio is taken per round and its median reported, with the spread. Random packed bytes and
 scale bytes in [0x30, 0x40) for nvfp4, randn for bf16.
 
-    python bench/large_squares.py [--sizes 4096,8192] [--rounds 7]
+--sustained S: afterwards each op also runs back to back for S seconds while nvidia-smi samples the
+SM clock and board power; printed: µs per call, median MHz and W, and energy per call (W x µs). At
+these sizes both ops run at the board's power cap, where time per call = energy per call / cap
+(bench/NOTES.md "The large-M main loop is power-limited").
+
+    python bench/large_squares.py [--sizes 4096,8192] [--rounds 7] [--sustained 3]
 """
 import argparse
 import statistics as st
@@ -17,6 +22,7 @@ except ImportError:  # pragma: no cover - GPU machines only
     raise SystemExit("bench/large_squares.py needs PyTorch with CUDA")
 
 import nvfp4
+from nvfp4._timing import ClockSampler
 
 
 def batch_ms(fn, n, sets):
@@ -29,10 +35,28 @@ def batch_ms(fn, n, sets):
     return e0.elapsed_time(e1) / n
 
 
+def sustained(name, fn, sets, seconds, device_index):
+    """fn back to back for `seconds` (batches of 20) under a ClockSampler; one line."""
+    with ClockSampler(device_index) as clk:
+        calls, t0 = 0, time.perf_counter()
+        while time.perf_counter() - t0 < seconds:
+            for i in range(20):
+                fn(i % sets)
+            torch.cuda.synchronize()
+            calls += 20
+        us = (time.perf_counter() - t0) / calls * 1e6
+    c = clk.stats
+    power = (f"SM {c['mhz']:.0f} MHz (min {c['mhz_min']:.0f}), {c['watts']:.0f} W (max {c['watts_max']:.0f}), "
+             f"{c['watts'] * us:.0f} µJ per call ({c['samples']} samples)") if c else "no nvidia-smi samples"
+    print(f"  sustained {seconds:g} s, {name}: {us:.1f} µs per call; {power}")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="4096,8192")
     ap.add_argument("--rounds", type=int, default=7)
+    ap.add_argument("--sustained", type=float, default=0.0, metavar="S",
+                    help="also run each op back to back for S seconds with clock / power sampling")
     args = ap.parse_args()
     if not torch.cuda.is_available():
         raise SystemExit("needs a CUDA GPU")
@@ -63,6 +87,8 @@ def main():
               f"backend {nvfp4.last_backend()}), cuBLAS bf16 {st.median(tb) * 1e3:.1f} us "
               f"({flops / st.median(tb) / 1e9:.0f} TFLOP/s); nvfp4 / cuBLAS bf16 rate per round: median "
               f"{st.median(ratio):.3f}, min {min(ratio):.3f}, max {max(ratio):.3f}")
+        for name, fn in (("nvfp4", fp4), ("cuBLAS bf16", bf16)) if args.sustained > 0 else ():
+            sustained(name, fn, sets, args.sustained, torch.cuda.current_device())
         del A, B, qa, qb, sa, sb
         torch.cuda.empty_cache()
 

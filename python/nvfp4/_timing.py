@@ -299,3 +299,60 @@ class Progress:
             self._last_decile = decile
             self.stream.write(self.render(i, label) + "\n")
         self.stream.flush()
+
+
+def parse_clock_samples(text: str, skip: int = 2) -> dict | None:
+    """Median SM clock (MHz) and board power (W) of nvidia-smi's `clocks.sm,power.draw` CSV lines
+    (noheader, nounits), the first `skip` samples (the ramp) left out where enough remain; None
+    without a usable sample."""
+    rows = []
+    for line in text.splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) != 2:
+            continue
+        try:
+            rows.append((float(parts[0]), float(parts[1])))
+        except ValueError:
+            continue
+    if len(rows) > skip + 2:
+        rows = rows[skip:]
+    if not rows:
+        return None
+    mhz = sorted(r[0] for r in rows)
+    watts = sorted(r[1] for r in rows)
+    return {"mhz": statistics.median(mhz), "mhz_min": mhz[0], "watts": statistics.median(watts),
+            "watts_max": watts[-1], "samples": len(rows)}
+
+
+class ClockSampler:
+    """SM clock and board power while a measurement runs: nvidia-smi samples GPU `index` every `ms`
+    in the background; after the `with` block, `stats` is parse_clock_samples' dict (None if
+    nvidia-smi is missing or gave nothing). Why: the large-M GEMMs run at the board's power cap,
+    where a call's time is its energy over the cap (bench/NOTES.md "The large-M main loop is
+    power-limited"), so a timing means little without the clock it ran at."""
+
+    def __init__(self, index: int = 0, ms: int = 100):
+        self.cmd = ["nvidia-smi", "-i", str(index), "--query-gpu=clocks.sm,power.draw",
+                    "--format=csv,noheader,nounits", "-lms", str(ms)]
+        self.proc = None
+        self.stats = None
+
+    def __enter__(self):
+        import subprocess
+
+        try:
+            self.proc = subprocess.Popen(self.cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        except OSError:
+            self.proc = None
+        return self
+
+    def __exit__(self, *exc):
+        if self.proc is not None:
+            self.proc.terminate()
+            try:
+                out = self.proc.communicate(timeout=5)[0]
+            except Exception:  # noqa: BLE001 - a stuck sampler only loses the clock column
+                self.proc.kill()
+                out = ""
+            self.stats = parse_clock_samples(out)
+        return False
