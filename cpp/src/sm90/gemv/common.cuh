@@ -35,8 +35,26 @@ __device__ __forceinline__ int64_t sf_row_offset(int64_t r, bool blocked, int64_
   return blocked ? (r >> 7) * tile_row_bytes + (r & 31) * 16 + ((r & 127) >> 5) * 4 : r * row_stride;
 }
 
+// c[off] = v in the output dtype (fp16 / bf16 round to nearest, else fp32): the decode-regime
+// kernels' element store (gemm, dual and MoE routes).
+__device__ __forceinline__ void store_value(void* c, int32_t c_dtype, int64_t off, float v) {
+  switch (c_dtype) {
+    case static_cast<int32_t>(DType::kFloat16):
+      static_cast<__half*>(c)[off] = __float2half_rn(v);
+      break;
+    case static_cast<int32_t>(DType::kBFloat16):
+      static_cast<__nv_bfloat16*>(c)[off] = __float2bfloat16_rn(v);
+      break;
+    default:
+      static_cast<float*>(c)[off] = v;
+      break;
+  }
+}
+
 // c = acc * factor * alpha (factor: the kernel's fixed scaling of its sums).
 __device__ __forceinline__ void store_out(const Args& args, int64_t l, int64_t row, float acc, float factor) {
+  // store_value's switch written out: with the call, ptxas schedules the GEMV kernels
+  // differently (the CUDA-core kernel's decode too), which has not been timed.
   const float v = acc * factor * (args.alpha_ptr ? *args.alpha_ptr : args.alpha);
   const int64_t off = l * args.c_batch + row * args.c_row;
   switch (args.c_dtype) {

@@ -15,6 +15,7 @@
 #include <stdint.h>
 
 #include "../collective/epilogue_dual.cuh"
+#include "common.cuh"
 #include "decode_plan.hpp"
 
 namespace nvfp4::sm90::gemv_detail {
@@ -22,17 +23,7 @@ namespace nvfp4::sm90::gemv_detail {
 // Dual route: c[l, m, n] = v (already scaled and combined).
 __device__ __forceinline__ void decode_store_final(const DecodeArgs& a, int64_t l, int64_t m, int64_t n, float v) {
   const int64_t off = l * a.c_batch + m * a.c_row + n * a.c_col;
-  switch (a.c_dtype) {
-    case static_cast<int32_t>(DType::kFloat16):
-      static_cast<__half*>(a.c)[off] = __float2half_rn(v);
-      break;
-    case static_cast<int32_t>(DType::kBFloat16):
-      static_cast<__nv_bfloat16*>(a.c)[off] = __float2bfloat16_rn(v);
-      break;
-    default:
-      static_cast<float*>(a.c)[off] = v;
-      break;
-  }
+  store_value(a.c, a.c_dtype, off, v);
 }
 
 }  // namespace nvfp4::sm90::gemv_detail

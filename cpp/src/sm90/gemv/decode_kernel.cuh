@@ -53,17 +53,7 @@ __device__ __forceinline__ void fence_ptr(const uint8_t*& p) { asm volatile("" :
 __device__ __forceinline__ void decode_store(const DecodeArgs& a, int64_t l, int64_t m, int64_t n, float v) {
   const float s = v * 268435456.0f * (a.alpha_ptr ? *a.alpha_ptr : a.alpha);
   const int64_t off = l * a.c_batch + m * a.c_row + n * a.c_col;
-  switch (a.c_dtype) {
-    case static_cast<int32_t>(DType::kFloat16):
-      static_cast<__half*>(a.c)[off] = __float2half_rn(s);
-      break;
-    case static_cast<int32_t>(DType::kBFloat16):
-      static_cast<__nv_bfloat16*>(a.c)[off] = __float2bfloat16_rn(s);
-      break;
-    default:
-      static_cast<float*>(a.c)[off] = s;
-      break;
-  }
+  store_value(a.c, a.c_dtype, off, s);
 }
 // CTA = Wt warp tasks (blockDim = 32 Wt), each warp one task over this rank's K stages.
 // kGrouped: the packed MoE route (gemm_decode_moe_kernel below); dense: offsets, alphas,

@@ -11,6 +11,7 @@
 #include <cuda_fp16.h>
 #include <stdint.h>
 
+#include "common.cuh"
 #include "decode_plan.hpp"
 
 namespace nvfp4::sm90::gemv_detail {
@@ -19,17 +20,7 @@ namespace nvfp4::sm90::gemv_detail {
 __device__ __forceinline__ void decode_store_row(const DecodeArgs& a, int64_t row, int64_t n, float v, float alpha) {
   const float s = v * 268435456.0f * alpha;
   const int64_t off = row * a.c_row + n * a.c_col;
-  switch (a.c_dtype) {
-    case static_cast<int32_t>(DType::kFloat16):
-      static_cast<__half*>(a.c)[off] = __float2half_rn(s);
-      break;
-    case static_cast<int32_t>(DType::kBFloat16):
-      static_cast<__nv_bfloat16*>(a.c)[off] = __float2bfloat16_rn(s);
-      break;
-    default:
-      static_cast<float*>(a.c)[off] = s;
-      break;
-  }
+  store_value(a.c, a.c_dtype, off, s);
 }
 
 // Packed MoE route: slot j of the grid -> the j-th chunk of kRows token rows over the
