@@ -299,6 +299,19 @@ def run_backend(backend, fn):
         pytest.skip(f"backend {backend} does not run this case: {e}")
 
 
+def kernel_names(dev, fn):
+    """The CUDA kernels fn() launches (torch profiler, after a warm-up call that does the
+    per-device setup), as the profiler names them (one entry per kernel, launches merged)."""
+    torch = dev.torch
+    fn()
+    torch.cuda.synchronize()
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    return [e.key for e in prof.key_averages()]
+
+
 # ---------------------------------------------------------------------------
 # Operands: generated on the host (numpy), uploaded; the reference uses linear scales
 # ---------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import HAVE_GPU, Operand, assert_matches, pow2_alpha, ref_gemm, run_backend
+from _util import HAVE_GPU, Operand, assert_matches, kernel_names, pow2_alpha, ref_gemm, run_backend
 
 pytestmark = pytest.mark.gpu
 
@@ -213,15 +213,6 @@ def test_graph_replay_reads_alpha(dev, backend, rng):
 # What runs
 # ---------------------------------------------------------------------------
 
-def _kernel_names(dev, fn):
-    torch = dev.torch
-    fn()  # warm-up (per-device setup)
-    torch.cuda.synchronize()
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.key for e in prof.key_averages()]
 
 
 @needs_sm90
@@ -233,7 +224,7 @@ def test_decode_kernel_runs(dev, M, N, layout, rng):
         pytest.skip("needs PyTorch (profiler)")
     K = 7168
     a, b = Operand(dev, M, K, None, layout, rng), Operand(dev, N, K, None, layout, rng)
-    names = _kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend="sm90a"))
+    names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend="sm90a"))
     decode = [n for n in names if "gemm_decode_kernel" in n]
     others = [n for n in names if "nvfp4_sm90_gemm" in n or "gemv_mma_kernel" in n or "gemv_reg_kernel" in n]
     if (2 <= M <= 16 and N >= 4096) or (17 <= M <= 32 and N >= 7168):

@@ -21,8 +21,9 @@ import pytest
 
 import nvfp4
 from nvfp4 import reference as R
-from _util import Operand, assert_matches
-from test_gpu_dual_fused import BACKENDS, _workspace_bytes, case, dual, expected, needs_sm90
+from _util import Operand, assert_matches, kernel_names
+from test_gpu_dual_fused import (BACKENDS, _workspace_bytes, case, check_graph_replay_reads_alphas, dual, expected,
+                                 needs_sm90)
 
 pytestmark = pytest.mark.gpu
 
@@ -105,27 +106,7 @@ def test_cluster_split(dev, M, N, K, L, layout, backend, rng):
 
 
 def test_graph_replay_reads_alphas(dev, rng):
-    if dev.name != "torch":
-        pytest.skip("graph capture through torch.cuda.graph")
-    torch = dev.torch
-    M, N, K = 4, 4096, 7168
-    a, b1, b2, a1, a2, acc1, acc2 = case(dev, M, N, K, None, "blocked", "gelu_tanh", rng)
-    d1, d2 = dev.scalar(a1), dev.scalar(a2)
-    out = dev.empty((M, N), "float32")
-    s = torch.cuda.Stream()
-    with torch.cuda.stream(s):  # warm-up outside capture
-        dual(a, b1, b2, d1, d2, "blocked", "gelu_tanh", "auto", out=out)
-    s.synchronize()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        dual(a, b1, b2, d1, d2, "blocked", "gelu_tanh", "auto", out=out)
-    for f1, f2 in ((2.0, 0.5), (0.25, 4.0)):
-        d1.fill_(f1 * a1)
-        d2.fill_(f2 * a2)
-        out.zero_()
-        g.replay()
-        torch.cuda.synchronize()
-        assert_matches(dev.get(out), expected(acc1, acc2, f1 * a1, f2 * a2, "gelu_tanh"), "float32")
+    check_graph_replay_reads_alphas(dev, 4, 4096, 7168, "gelu_tanh", [(2.0, 0.5), (0.25, 4.0)], rng)
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -177,15 +158,6 @@ def test_nan_scales_propagate(dev, layout, backend, rng):
 # The route is what runs (and only where the plan says)
 # ---------------------------------------------------------------------------
 
-def _kernel_names(dev, fn):
-    torch = dev.torch
-    fn()
-    torch.cuda.synchronize()
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.key for e in prof.key_averages()]
 
 
 ROUTE = [(2, 4096, 7168, None, True), (4, 4096, 7168, None, True), (16, 14336, 4096, None, True),
@@ -198,14 +170,14 @@ ROUTE = [(2, 4096, 7168, None, True), (4, 4096, 7168, None, True), (16, 14336, 4
 @needs_sm90
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("M,N,K,L,on_route", ROUTE)
-def test_route_kernel_names(dev, M, N, K, L, on_route, layout, rng):
+def test_routekernel_names(dev, M, N, K, L, on_route, layout, rng):
     if dev.name != "torch":
         pytest.skip("needs PyTorch (C ABI through ctypes, profiler)")
     torch = dev.torch
     a = Operand(dev, M, K, L, layout, rng)
     b1, b2 = Operand(dev, N, K, L, layout, rng), Operand(dev, N, K, L, layout, rng)
     out = dev.empty((M, N) if L is None else (L, M, N), "float16")
-    names = _kernel_names(dev, lambda: dual(a, b1, b2, 1.0, 1.0, layout, "silu", "sm90a", out=out))
+    names = kernel_names(dev, lambda: dual(a, b1, b2, 1.0, 1.0, layout, "silu", "sm90a", out=out))
     decode = any("dual_gemm_decode_kernel" in n for n in names)
     assert decode == on_route, names
     if on_route:

@@ -26,7 +26,7 @@ import pytest
 import nvfp4
 from nvfp4 import _nvfp4_ext
 from nvfp4 import reference as R
-from _util import HAVE_GPU, Operand, assert_matches, pow2_alpha, ref_gemm
+from _util import HAVE_GPU, Operand, assert_matches, kernel_names, pow2_alpha, ref_gemm
 
 pytestmark = pytest.mark.gpu
 
@@ -138,27 +138,33 @@ def test_device_alphas_activations_dtypes(dev, activation, out_dtype, L, backend
     assert_matches(dev.get(out), expected(acc1, acc2, a1, a2, activation), out_dtype)
 
 
-def test_graph_replay_reads_alphas(dev, rng):
+def check_graph_replay_reads_alphas(dev, M, N, K, activation, factors, rng):
+    """A captured dual_gemm with device alphas, replayed after each (f1, f2) of `factors` scaled
+    them: every replay must use the alphas of that moment."""
     if dev.name != "torch":
         pytest.skip("graph capture through torch.cuda.graph")
     torch = dev.torch
-    M, N, K = 256, 3072, 4096
-    a, b1, b2, a1, a2, acc1, acc2 = case(dev, M, N, K, None, "blocked", "silu", rng)
+    a, b1, b2, a1, a2, acc1, acc2 = case(dev, M, N, K, None, "blocked", activation, rng)
     d1, d2 = dev.scalar(a1), dev.scalar(a2)
     out = dev.empty((M, N), "float32")
     s = torch.cuda.Stream()
     with torch.cuda.stream(s):  # warm-up outside capture
-        dual(a, b1, b2, d1, d2, "blocked", "silu", "auto", out=out)
+        dual(a, b1, b2, d1, d2, "blocked", activation, "auto", out=out)
     s.synchronize()
     g = torch.cuda.CUDAGraph()
     with torch.cuda.graph(g):
-        dual(a, b1, b2, d1, d2, "blocked", "silu", "auto", out=out)
-    d1.fill_(2 * a1)
-    d2.fill_(0.5 * a2)
-    out.zero_()
-    g.replay()
-    torch.cuda.synchronize()
-    assert_matches(dev.get(out), expected(acc1, acc2, 2 * a1, 0.5 * a2, "silu"), "float32")
+        dual(a, b1, b2, d1, d2, "blocked", activation, "auto", out=out)
+    for f1, f2 in factors:
+        d1.fill_(f1 * a1)
+        d2.fill_(f2 * a2)
+        out.zero_()
+        g.replay()
+        torch.cuda.synchronize()
+        assert_matches(dev.get(out), expected(acc1, acc2, f1 * a1, f2 * a2, activation), "float32")
+
+
+def test_graph_replay_reads_alphas(dev, rng):
+    check_graph_replay_reads_alphas(dev, 256, 3072, 4096, "silu", [(2.0, 0.5)], rng)
 
 
 # ---------------------------------------------------------------------------
@@ -262,13 +268,7 @@ def test_benchmark_shapes_run_fused(dev, M, N, K, layout, rng):
     b1, b2 = Operand(dev, N, K, None, layout, rng), Operand(dev, N, K, None, layout, rng)
     out = dev.empty((M, N), "float16")
     assert _workspace_bytes(torch, a, b1, b2, out, layout) == M * K * 2
-    dual(a, b1, b2, 1.0, 1.0, layout, "silu", "sm90a", out=out)  # warm-up (per-device setup)
-    torch.cuda.synchronize()
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        dual(a, b1, b2, 1.0, 1.0, layout, "silu", "sm90a", out=out)
-        torch.cuda.synchronize()
-    names = [e.key for e in prof.key_averages()]
+    names = kernel_names(dev, lambda: dual(a, b1, b2, 1.0, 1.0, layout, "silu", "sm90a", out=out))
     assert any("nvfp4_sm90_dual_gemm_kernel" in n for n in names), names
     assert any("x_predecode" in n for n in names), names
     assert not any("dual_combine" in n or "nvfp4_sm90_gemm" in n for n in names), names

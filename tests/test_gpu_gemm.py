@@ -12,8 +12,8 @@ import pytest
 import nvfp4
 from nvfp4 import _nvfp4_ext
 from nvfp4 import reference as R
-from _util import (BACKENDS, HAVE_GPU, LAYOUTS, Operand, POISON_BYTE, assert_matches, pow2_alpha, ref_gemm,
-                   run_backend)
+from _util import (BACKENDS, HAVE_GPU, LAYOUTS, Operand, POISON_BYTE, assert_matches, kernel_names, pow2_alpha,
+                   ref_gemm, run_backend)
 
 pytestmark = pytest.mark.gpu
 
@@ -113,16 +113,6 @@ def test_gemm_token_tile_136(dev, M, N, K, L, tile, kernel, layout, out_dtype, r
     assert_matches(dev.get(out), alpha * acc, out_dtype)
 
 
-def _gemm_kernel_names(dev, fn):
-    """The CUDA kernels fn() launches (torch profiler, after a warm-up call)."""
-    torch = dev.torch
-    fn()
-    torch.cuda.synchronize()
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.key for e in prof.key_averages()]
 
 
 @needs_sm90
@@ -136,7 +126,7 @@ def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
     if dev.torch.cuda.get_device_properties(0).multi_processor_count != 132:
         pytest.skip("the expected tiles are those of a 132-SM device (H100 SXM, H200)")
     a, b = Operand(dev, M, K, L, "linear", rng), Operand(dev, N, K, L, "linear", rng)
-    names = _gemm_kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, backend="sm90a"))
+    names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, backend="sm90a"))
     # demangled "nvfp4_sm90_gemm_persistent_kernel<136>(...)" or mangled "...kernelILi136E..."
     found = {(m.group(1), int(m.group(2) or m.group(3))) for n in names
              for m in [re.search(r"nvfp4_sm90_gemm_(predecoded|persistent)_kernel(?:<(\d+)>|ILi(\d+)E)", n)] if m}

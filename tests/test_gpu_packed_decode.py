@@ -23,7 +23,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import HAVE_GPU, Operand, assert_matches, run_backend
+from _util import HAVE_GPU, Operand, assert_matches, kernel_names, run_backend
 
 pytestmark = pytest.mark.gpu
 
@@ -260,15 +260,6 @@ def test_malformed_offsets(dev, backend, rng):
 # Which kernel runs
 # ---------------------------------------------------------------------------
 
-def _kernel_names(dev, fn):
-    torch = dev.torch
-    fn()
-    torch.cuda.synchronize()
-    from torch.profiler import ProfilerActivity, profile
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        fn()
-        torch.cuda.synchronize()
-    return [e.key for e in prof.key_averages()]
 
 
 @needs_sm90
@@ -283,7 +274,7 @@ def test_route_kernel(dev, tokens, route, rng):
     w = Experts(dev, G, N, K, rng)
     x = Operand(dev, int(offs[-1]), K, None, "linear", rng, lo=0.25, hi=1.0)
     o = dev.put(offs)
-    names = _kernel_names(dev, lambda: nvfp4.grouped_gemm_packed(x.q, x.sf, w.op.q, w.op.sf, o, backend="sm90a"))
+    names = kernel_names(dev, lambda: nvfp4.grouped_gemm_packed(x.q, x.sf, w.op.q, w.op.sf, o, backend="sm90a"))
     joined = " ".join(names)
     assert ("gemm_decode_moe_kernel" in joined) == route, names
     assert ("nvfp4_sm90_moe_kernel" in joined) == (not route), names

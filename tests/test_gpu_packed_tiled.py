@@ -22,9 +22,8 @@ import numpy as np
 import pytest
 
 import nvfp4
-from _util import Operand, assert_matches
-from test_gpu_packed_decode import (BACKENDS, Experts, _kernel_names, needs_sm90, offsets_of,
-                                    packed, reference, routing)
+from _util import Operand, assert_matches, kernel_names
+from test_gpu_packed_decode import BACKENDS, Experts, needs_sm90, offsets_of, packed, reference, routing
 
 pytestmark = pytest.mark.gpu
 
@@ -171,7 +170,7 @@ def test_tiled_kernels(dev, rng):
     w = Experts(dev, G, N, K, rng)
     x = Operand(dev, int(offs[-1]), K, None, "linear", rng, lo=0.25, hi=1.0)
     o = dev.put(offs)
-    names = _kernel_names(dev, lambda: nvfp4.grouped_gemm_packed(x.q, x.sf, w.op.q, w.op.sf, o, backend="sm90a"))
+    names = kernel_names(dev, lambda: nvfp4.grouped_gemm_packed(x.q, x.sf, w.op.q, w.op.sf, o, backend="sm90a"))
     joined = " ".join(names)
     assert "nvfp4_sm90_moe_kernel" in joined and "predecode" in joined, names
     assert "gemm_decode_moe_kernel" not in joined, names
