@@ -4,6 +4,7 @@ tests' device arrays, backends and operands (below)."""
 from __future__ import annotations
 
 import math
+import os
 
 import numpy as np
 import pytest
@@ -297,6 +298,35 @@ def run_backend(backend, fn):
         if backend in ("auto", "portable"):
             raise
         pytest.skip(f"backend {backend} does not run this case: {e}")
+
+
+def c_library():
+    """libnvfp4.so through ctypes (the C ABI tests), located once per session with
+    `python -m nvfp4 --cmake-dir`: that subprocess takes about a second, which must never fall
+    inside a graph capture (see graph_capture)."""
+    global _C_LIBRARY
+    if _C_LIBRARY is None:
+        import ctypes
+        import subprocess
+        import sys
+        cmake_dir = subprocess.run([sys.executable, "-m", "nvfp4", "--cmake-dir"], capture_output=True,
+                                   text=True, check=True).stdout.strip()
+        lib = ctypes.CDLL(os.path.join(os.path.dirname(os.path.dirname(cmake_dir)), "libnvfp4.so"))
+        lib.nvfp4_last_error.restype = ctypes.c_char_p
+        _C_LIBRARY = lib
+    return _C_LIBRARY
+
+
+_C_LIBRARY = None
+
+
+def graph_capture(torch, graph, stream=None):
+    """torch.cuda.graph in thread_local capture mode. The default (global) mode also fails a CUDA call
+    made by any other thread while the capture is open, and invalidates the capture: once
+    test_gpu_frameworks has started JAX, JAX's runtime threads make such calls (session 13's full
+    suite: a grouped capture invalidated, then every later JAX test failed on a stream in error
+    state). thread_local still rejects an unsafe call made by the capturing thread, i.e. by nvfp4."""
+    return torch.cuda.graph(graph, stream=stream, capture_error_mode="thread_local")
 
 
 def kernel_names(dev, fn):

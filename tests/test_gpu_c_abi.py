@@ -6,14 +6,12 @@ cached scratch), and both must give the same bytes as the CPU backend."""
 from __future__ import annotations
 
 import ctypes
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
 import nvfp4
+from _util import c_library as _lib  # located once per session, never inside a capture
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.gpu
@@ -35,13 +33,6 @@ class Exec(ctypes.Structure):
                 ("backend", ctypes.c_int), ("workspace_mode", ctypes.c_int)]
 
 
-def _lib():
-    cmake_dir = subprocess.run([sys.executable, "-m", "nvfp4", "--cmake-dir"], capture_output=True, text=True,
-                               check=True).stdout.strip()
-    libdir = os.path.dirname(os.path.dirname(cmake_dir))
-    lib = ctypes.CDLL(os.path.join(libdir, "libnvfp4.so"))
-    lib.nvfp4_last_error.restype = ctypes.c_char_p
-    return lib
 
 
 def _t(x):

@@ -19,7 +19,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import HAVE_GPU, Operand, assert_matches, kernel_names, pow2_alpha, ref_gemm, run_backend
+from _util import HAVE_GPU, Operand, assert_matches, graph_capture, kernel_names, pow2_alpha, ref_gemm, run_backend
 
 pytestmark = pytest.mark.gpu
 
@@ -200,7 +200,7 @@ def test_graph_replay_reads_alpha(dev, backend, rng):
         gemm(a, b, "blocked", backend, alpha=d, out_dtype="float32", out=out)
     s.synchronize()
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with graph_capture(torch, g):
         gemm(a, b, "blocked", backend, alpha=d, out_dtype="float32", out=out)
     d.fill_(4 * alpha)
     out.zero_()

@@ -16,9 +16,6 @@ Run: python -m pytest -q tests/test_gpu_dual_fused.py"""
 from __future__ import annotations
 
 import ctypes
-import os
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -26,7 +23,8 @@ import pytest
 import nvfp4
 from nvfp4 import _nvfp4_ext
 from nvfp4 import reference as R
-from _util import HAVE_GPU, Operand, assert_matches, kernel_names, pow2_alpha, ref_gemm
+from _util import HAVE_GPU, Operand, assert_matches, graph_capture, kernel_names, pow2_alpha, ref_gemm
+from _util import c_library as _lib  # located once per session, never inside a capture
 
 pytestmark = pytest.mark.gpu
 
@@ -152,7 +150,7 @@ def check_graph_replay_reads_alphas(dev, M, N, K, activation, factors, rng):
         dual(a, b1, b2, d1, d2, "blocked", activation, "auto", out=out)
     s.synchronize()
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with graph_capture(torch, g):
         dual(a, b1, b2, d1, d2, "blocked", activation, "auto", out=out)
     for f1, f2 in factors:
         d1.fill_(f1 * a1)
@@ -225,12 +223,6 @@ class _Scalar(ctypes.Structure):
     _fields_ = [("value", ctypes.c_float), ("device_ptr", ctypes.c_void_p)]
 
 
-def _lib():
-    cmake_dir = subprocess.run([sys.executable, "-m", "nvfp4", "--cmake-dir"], capture_output=True, text=True,
-                               check=True).stdout.strip()
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(os.path.dirname(cmake_dir)), "libnvfp4.so"))
-    lib.nvfp4_last_error.restype = ctypes.c_char_p
-    return lib
 
 
 def _tensor(torch, x):

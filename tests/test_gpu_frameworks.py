@@ -9,6 +9,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
+from _util import graph_capture
 
 pytestmark = pytest.mark.gpu
 
@@ -229,7 +230,7 @@ def test_quantize_with_device_global_scale_is_graph_capturable():
     q2, s2, g2 = nvfp4.quantize(x, global_scale=g)   # device array: used in place, no copy
     assert g2 is g and torch.equal(q, q2) and torch.equal(s, s2)
     graph = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(graph):
+    with graph_capture(torch, graph):
         q3, s3, _ = nvfp4.quantize(x, global_scale=g)
     graph.replay()
     torch.cuda.synchronize()

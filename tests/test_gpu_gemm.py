@@ -12,8 +12,8 @@ import pytest
 import nvfp4
 from nvfp4 import _nvfp4_ext
 from nvfp4 import reference as R
-from _util import (BACKENDS, HAVE_GPU, LAYOUTS, Operand, POISON_BYTE, assert_matches, kernel_names, pow2_alpha,
-                   ref_gemm, run_backend)
+from _util import (BACKENDS, HAVE_GPU, LAYOUTS, Operand, POISON_BYTE, assert_matches, graph_capture, kernel_names,
+                   pow2_alpha, ref_gemm, run_backend)
 
 pytestmark = pytest.mark.gpu
 
@@ -218,7 +218,7 @@ def test_gemm_cuda_graph_reads_alpha_at_replay(dev, rng):
         nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha_dev, out=out)
     s.synchronize()
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with graph_capture(torch, g):
         nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha_dev, out=out)
     alpha_dev.fill_(2 * alpha)
     out.zero_()

@@ -24,7 +24,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import HAVE_GPU, Operand, assert_matches, pow2_alpha, ref_gemm
+from _util import HAVE_GPU, Operand, assert_matches, graph_capture, pow2_alpha, ref_gemm
 
 pytestmark = pytest.mark.gpu
 
@@ -148,7 +148,7 @@ def test_device_alphas_and_graph_replay(dev, layout, rng):
     s.synchronize()
     check(dev, outs, accs, al, "float32")
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
+    with graph_capture(torch, g, s):
         _c_grouped(torch, A, B, outs, [x.data_ptr() for x in d_al], layout, s.cuda_stream)
     # new alphas and new tokens of group 0 in the same buffers
     for x, v in zip(d_al, al):
@@ -181,7 +181,7 @@ def test_graph_replay_list_new_data(dev, backend, rng):
     s.synchronize()
     check(dev, outs, accs, alphas, "float32")
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
+    with graph_capture(torch, g, s):
         grouped(A, B, "linear", backend, alphas=alphas, out=outs, out_dtype="float32")
     for i in range(2):
         B2 = Operand(dev, N, K, None, "linear", rng)
@@ -225,7 +225,7 @@ def test_graph_replay_packed_new_offsets(dev, backend, rng):
     s.synchronize()
     assert_matches(dev.get(out), ref(o1), "float32")
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
+    with graph_capture(torch, g, s):
         nvfp4.grouped_gemm_packed(a.q, a.sf, b.q, b.sf, offsets, alphas=alphas, out=out, out_dtype="float32",
                                   backend=backend)
     offsets.copy_(dev.put(o2))

@@ -13,6 +13,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import ops
+from _util import graph_capture
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.gpu
@@ -82,7 +83,7 @@ def _capture(fn):
     with torch.cuda.stream(s):  # warm-up outside capture
         fn()
     s.synchronize()
-    with torch.cuda.graph(g):
+    with graph_capture(torch, g):
         fn()
     return g
 

@@ -20,7 +20,7 @@ import pytest
 import nvfp4
 from nvfp4 import _nvfp4_ext, reference as ref
 
-from _util import assert_matches, pow2_alpha
+from _util import assert_matches, graph_capture, pow2_alpha
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.gpu
@@ -251,7 +251,7 @@ def test_graph_captured_on_the_second_device_replays_new_inputs(rng):
         g = torch.cuda.CUDAGraph()
         # torch.cuda.graph's default capture stream is created once per process, on whatever
         # device was current then: capture on a stream of cuda:1 explicitly
-        with torch.cuda.graph(g, stream=s):
+        with graph_capture(torch, g, s):
             out = nvfp4.gemm(*d, out_dtype="float32")
         for x, new in zip(d, _on(DEV1, *second)):
             x.copy_(new)

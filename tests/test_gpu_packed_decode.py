@@ -23,7 +23,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import _nvfp4_ext
-from _util import HAVE_GPU, Operand, assert_matches, kernel_names, run_backend
+from _util import HAVE_GPU, Operand, assert_matches, graph_capture, kernel_names, run_backend
 
 pytestmark = pytest.mark.gpu
 
@@ -210,7 +210,7 @@ def test_graph_replay_new_offsets(dev, backend, rng):
     s.synchronize()
     assert_matches(dev.get(out), reference(dev, x, w, o1, a1), "float32")
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
+    with graph_capture(torch, g, s):
         nvfp4.grouped_gemm_packed(x.q, x.sf, w.op.q, w.op.sf, offsets, alphas=alphas, out=out, out_dtype="float32",
                                   backend=backend)
     for o, a in ((o2, a2), (o1, a2), (o2, a1)):

@@ -22,7 +22,7 @@ import numpy as np
 import pytest
 
 import nvfp4
-from _util import Operand, assert_matches, kernel_names
+from _util import Operand, assert_matches, graph_capture, kernel_names
 from test_gpu_packed_decode import BACKENDS, Experts, needs_sm90, offsets_of, packed, reference, routing
 
 pytestmark = pytest.mark.gpu
@@ -116,7 +116,7 @@ def test_graph_replay_new_offsets(dev, backend, rng):
     s.synchronize()
     assert_matches(dev.get(out), reference(dev, x, w, tables[0], a1), "float32")
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g, stream=s):
+    with graph_capture(torch, g, s):
         nvfp4.grouped_gemm_packed(x.q, x.sf, w.op.q, w.op.sf, offsets, alphas=alphas, out=out, out_dtype="float32",
                                   backend=backend)
     for o, a in ((tables[1], a2), (tables[2], a1), (tables[0], a2), (tables[1], a1)):
