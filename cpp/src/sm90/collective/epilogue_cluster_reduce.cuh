@@ -93,43 +93,51 @@ struct EpilogueClusterReduceT {
     return (acc * 268435456.0f) * alpha;
   }
 
-  // Two adjacent outputs (2-element aligned) as one store.
+  // Four adjacent outputs (4-element aligned) as one store: 8 bytes (fp16 / bf16) or 16 (fp32).
+  // (PTX vector stores: nvcc split uint2 / float4 assignments here into 4-byte stores.)
   template <class H>
-  static __device__ __forceinline__ void store2(H* c, float x, float y) {
-    *reinterpret_cast<uint32_t*>(c) = pack2(c, x, y);
+  static __device__ __forceinline__ void store_row4(H* c, float v0, float v1, float v2, float v3) {
+    ptx::stg64(c, pack2(c, v0, v1), pack2(c, v2, v3));
   }
-  static __device__ __forceinline__ void store2(float* c, float x, float y) {
-    *reinterpret_cast<float2*>(c) = make_float2(x, y);
+  static __device__ __forceinline__ void store_row4(float* c, float v0, float v1, float v2, float v3) {
+    ptx::stg128(c, make_uint4(__float_as_uint(v0), __float_as_uint(v1), __float_as_uint(v2), __float_as_uint(v3)));
   }
 
-  // Interior tile with contiguous, 4-element-aligned output rows (c_vec4): the lanes of
-  // weight-row pairs (n, n+1) (lanes 4 apart) swap one value, so each stores two adjacent
-  // outputs of one token at once: even row groups the pair of token m, odd ones of m + 1.
-  // One pointer per thread, advanced by a constant per store. The general loop below costs
-  // ~35 instructions per output (64-bit address, bounds, dtype branches), which the
-  // persistent kernel's consumers paid between two tiles: with this path 4096^3 236-247 ->
-  // 222-232 µs, 8192^3 1734-1849 -> 1650-1708 (H100, bench/NOTES.md "the persistent
-  // kernel's fragment stores").
+  // Interior tile with contiguous, 4-element-aligned output rows (c_vec4). A warp's fragment
+  // holds, per group of 8 tokens j, 16 consecutive weight rows (n) of 8 tokens (m): lane
+  // (g, t) has rows r + g and r + g + 8 of tokens 2t and 2t + 1. The four lanes g = 4b + i
+  // (i = 0..3, same b and t; lanes 4 apart) transpose their 4 x 4 values in two shuffle
+  // stages (lane masks 4 and 8), after which lane i holds rows r + 8 (i >> 1) + 4b .. + 3
+  // of token 2t + (i & 1): one 4-output store per lane and j, and per store instruction a
+  // warp writes 16 consecutive rows (32 bytes at fp16: whole sectors) of each of 8 tokens.
+  // One pointer per thread, advanced by a constant per store. (The general loop below costs
+  // ~35 instructions per output, and the earlier two-output stores wrote half sectors: a
+  // build without any epilogue stores ran 4096^3 7% faster, bench/NOTES.md session 13.)
   template <class H>
-  static __device__ __forceinline__ void store_fragment_pairs(const GemmParams& p, int ctid,
+  static __device__ __forceinline__ void store_fragment_quads(const GemmParams& p, int ctid,
                                                               const float (&acc)[kAccRegs],
                                                               int64_t w0, int64_t x0, int32_t l, float alpha) {
     const int cw = ctid >> 5, lane = ctid & 31;
-    const int r0 = (cw >> 2) * 64 + (cw & 3) * 16 + (lane >> 2);
-    const int t = lane & 3;
-    const int odd = (lane >> 2) & 1;  // r0 odd: this lane stores token m + 1 of rows (r0 - 1, r0)
+    const int g = lane >> 2, t = lane & 3, i = g & 3;
+    const bool odd = (i & 1) != 0, high = (i & 2) != 0;
+    const int row = (cw >> 2) * 64 + (cw & 3) * 16 + 8 * (i >> 1) + 4 * (g >> 2);  // first of the lane's 4
     H* c = static_cast<H*>(p.c) + static_cast<int64_t>(l) * p.c_batch_stride +
-           (x0 + 2 * t + odd) * p.c_row_stride + (w0 + r0 - odd);
+           (x0 + 2 * t + (i & 1)) * p.c_row_stride + (w0 + row);
     const int64_t step = 8 * p.c_row_stride;  // next j: 8 tokens on
 #pragma unroll
     for (int j = 0; j < kTileX / 8; ++j) {
-#pragma unroll
-      for (int h = 0; h < 2; ++h) {  // rows r0 + 8h
-        const float v0 = acc[4 * j + 2 * h], v1 = acc[4 * j + 2 * h + 1];  // tokens m, m + 1
-        const float recv = __shfl_xor_sync(0xFFFFFFFFu, odd ? v0 : v1, 4);
-        const float lo = odd ? recv : v0, hi = odd ? v1 : recv;
-        store2(c + 8 * h, output_value(lo, alpha), output_value(hi, alpha));
-      }
+      // element k = 2h + e: row r + g + 8h, token 2t + e
+      float v0 = acc[4 * j], v1 = acc[4 * j + 1], v2 = acc[4 * j + 2], v3 = acc[4 * j + 3];
+      float r = __shfl_xor_sync(0xFFFFFFFFu, odd ? v0 : v1, 4);  // stage 1: elements (0, 1), (2, 3)
+      if (odd) v0 = r; else v1 = r;
+      r = __shfl_xor_sync(0xFFFFFFFFu, odd ? v2 : v3, 4);
+      if (odd) v2 = r; else v3 = r;
+      r = __shfl_xor_sync(0xFFFFFFFFu, high ? v0 : v2, 8);  // stage 2: elements (0, 2), (1, 3)
+      if (high) v0 = r; else v2 = r;
+      r = __shfl_xor_sync(0xFFFFFFFFu, high ? v1 : v3, 8);
+      if (high) v1 = r; else v3 = r;
+      store_row4(c, output_value(v0, alpha), output_value(v1, alpha), output_value(v2, alpha),
+                 output_value(v3, alpha));
       c += step;
     }
   }
@@ -143,14 +151,14 @@ struct EpilogueClusterReduceT {
                                                         int64_t w0, int64_t x0, int32_t l, float alpha) {
     if (p.c_vec4 && x0 + kTileX <= p.M && w0 + kTileW <= p.N) {  // (uniform over the CTA)
       if (p.c_dtype == 4 /*fp16*/) {
-        store_fragment_pairs<__half>(p, ctid, acc, w0, x0, l, alpha);
+        store_fragment_quads<__half>(p, ctid, acc, w0, x0, l, alpha);
         return;
       }
       if (p.c_dtype == 5 /*bf16*/) {
-        store_fragment_pairs<__nv_bfloat16>(p, ctid, acc, w0, x0, l, alpha);
+        store_fragment_quads<__nv_bfloat16>(p, ctid, acc, w0, x0, l, alpha);
         return;
       }
-      store_fragment_pairs<float>(p, ctid, acc, w0, x0, l, alpha);
+      store_fragment_quads<float>(p, ctid, acc, w0, x0, l, alpha);
       return;
     }
     const int cw = ctid >> 5, lane = ctid & 31;
