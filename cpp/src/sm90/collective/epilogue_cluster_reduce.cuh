@@ -111,8 +111,10 @@ struct EpilogueClusterReduceT {
   // of token 2t + (i & 1): one 4-output store per lane and j, and per store instruction a
   // warp writes 16 consecutive rows (32 bytes at fp16: whole sectors) of each of 8 tokens.
   // One pointer per thread, advanced by a constant per store. (The general loop below costs
-  // ~35 instructions per output, and the earlier two-output stores wrote half sectors: a
-  // build without any epilogue stores ran 4096^3 7% faster, bench/NOTES.md session 13.)
+  // ~35 instructions per output. Against the earlier two-output stores, which wrote half
+  // sectors: ~1% less kernel time at locked clocks (H100, 4096^3 and 2048x14336x4096), while
+  // a build with no epilogue stores at all ran 4096^3 6.6% faster: what the stores cost is
+  // mostly their place between two tiles, not their bytes; bench/NOTES.md session 13.)
   template <class H>
   static __device__ __forceinline__ void store_fragment_quads(const GemmParams& p, int ctid,
                                                               const float (&acc)[kAccRegs],
