@@ -24,7 +24,8 @@ reported next to its time. Peers need torch; bench/run.py skips them when it is 
 from __future__ import annotations
 
 from nvfp4._bench_gpu import Impl
-from nvfp4._bench_problems import Dequantize, Dual, Gemm, Gemv, Grouped, Quantize, Swizzle
+from nvfp4._bench_formats import Dequantize, Quantize, Swizzle
+from nvfp4._bench_problems import Dual, Gemm, Gemv, Grouped
 from nvfp4._bench_peers import CublasBf16, GroupedMM
 
 

@@ -13,7 +13,8 @@ What one row costs and proves (docs/design.md, "Delivered speed"; bench/README.m
 4. SOL = max(bytes / copy bandwidth, flops / bf16 tensor rate), both ceilings measured in
    the same run (datasheet values only when asked or when torch is missing).
 
-The problem classes (inputs, reference, nvfp4 launch) live in _bench_problems.py, the
+The problem classes (inputs, reference, nvfp4 launch) live in _bench_problems.py (matmuls)
+and _bench_formats.py (quantize, dequantize, swizzle), the
 device description and the table in _bench_report.py; the implementations (Impl, NvFp4)
 and `run_case` here are shared with the full suite in bench/ (which adds the peers:
 cuBLAS bf16/fp8, dequantize+matmul, torch._grouped_mm, D2D copy). Everything takes a
