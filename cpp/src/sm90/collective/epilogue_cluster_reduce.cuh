@@ -145,10 +145,10 @@ struct EpilogueClusterReduceT {
   }
 
   // Consumer thread ctid: its 64 x kTileX wgmma fragment straight to C (no shared memory, no
-  // barrier: the persistent kernel's producer is already filling the ring with the next
-  // tile). Interior tiles with aligned contiguous rows by pairs (above); otherwise one
-  // store per output, predicated (per store instruction a warp writes 8 consecutive weight
-  // rows (n) of 4 tokens).
+  // barrier: the persistent kernels' producer is already filling the ring with the next
+  // tile). Interior tiles with aligned contiguous rows by fours (store_fragment_quads above);
+  // otherwise one store per output, predicated (per store instruction a warp writes 8
+  // consecutive weight rows (n) of 4 tokens).
   static __device__ __forceinline__ void store_fragment(const GemmParams& p, int ctid, const float (&acc)[kAccRegs],
                                                         int64_t w0, int64_t x0, int32_t l, float alpha) {
     if (p.c_vec4 && x0 + kTileX <= p.M && w0 + kTileW <= p.N) {  // (uniform over the CTA)
