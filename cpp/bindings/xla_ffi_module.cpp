@@ -45,17 +45,6 @@ nvfp4_dtype_t dtype_from_name(const std::string& op, const std::string& name, co
   throw nb::type_error((op + ": argument '" + name + "': unsupported dtype " + d).c_str());
 }
 
-int64_t dtype_bytes(nvfp4_dtype_t d) {
-  switch (d) {
-    case NVFP4_DTYPE_FLOAT16:
-    case NVFP4_DTYPE_BFLOAT16: return 2;
-    case NVFP4_DTYPE_FLOAT32:
-    case NVFP4_DTYPE_INT32: return 4;
-    case NVFP4_DTYPE_FLOAT64: return 8;
-    default: return 1;
-  }
-}
-
 // Descriptors (dtype name, shape) -> dense CUDA tensors at disjoint fake addresses.
 class Shapes {
  public:
@@ -77,7 +66,7 @@ class Shapes {
       x.strides[i] = stride;
       stride *= shape[i] > 0 ? shape[i] : 1;
     }
-    const uint64_t bytes = static_cast<uint64_t>(stride) * static_cast<uint64_t>(dtype_bytes(x.dtype));
+    const uint64_t bytes = static_cast<uint64_t>(stride) * static_cast<uint64_t>(nvfp4_dtype_size(x.dtype));
     x.data = reinterpret_cast<void*>(static_cast<uintptr_t>(next_));
     next_ += ((bytes + (1u << 20) - 1) >> 20 << 20) + (1u << 20);  // 1 MiB aligned, gap between tensors
     x.device_type = NVFP4_DEVICE_CUDA;

@@ -29,17 +29,6 @@ const char* dtype_name(nvfp4_dtype_t d) {
   return "unknown";
 }
 
-int64_t dtype_size(nvfp4_dtype_t d) {
-  switch (d) {
-    case NVFP4_DTYPE_FLOAT16:
-    case NVFP4_DTYPE_BFLOAT16: return 2;
-    case NVFP4_DTYPE_FLOAT32:
-    case NVFP4_DTYPE_INT32: return 4;
-    case NVFP4_DTYPE_FLOAT64: return 8;
-    default: return 1;
-  }
-}
-
 string shape_str(const nvfp4_tensor_t& t) {
   string s = "(";
   for (int i = 0; i < t.ndim; ++i) {
@@ -83,7 +72,7 @@ Extent extent_of(const nvfp4_tensor_t& t) {
     last += (t.shape[i] - 1) * t.strides[i];
   }
   const uintptr_t base = reinterpret_cast<uintptr_t>(t.data);
-  const int64_t es = dtype_size(t.dtype);
+  const int64_t es = nvfp4_dtype_size(t.dtype);
   return {base, base + static_cast<uintptr_t>((last + 1) * es)};
 }
 bool overlaps(const Extent& a, const Extent& b) {
@@ -135,7 +124,7 @@ nvfp4_status_t Call::tensor(const char* name, const nvfp4_tensor_t*& t, bool (*d
     }
     t = &dense;
   }
-  const int64_t es = dtype_size(t->dtype);
+  const int64_t es = nvfp4_dtype_size(t->dtype);
   if (!is_aligned(t->data, es))
     return fail(NVFP4_ERROR_INVALID_VALUE, "%s: argument '%s': pointer %p is not aligned to its %lld-byte elements",
                 op(), name, t->data, static_cast<long long>(es));

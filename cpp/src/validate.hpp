@@ -26,7 +26,6 @@ namespace validate {
   } while (0)
 
 const char* dtype_name(nvfp4_dtype_t d);
-int64_t dtype_size(nvfp4_dtype_t d);
 // "(2, 3)" / "(4,)": a tensor's shape, or a list of dims, for messages.
 std::string shape_str(const nvfp4_tensor_t& t);
 std::string dims_str(std::initializer_list<int64_t> dims);

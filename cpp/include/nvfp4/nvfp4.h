@@ -64,6 +64,18 @@ typedef enum nvfp4_dtype {
   NVFP4_DTYPE_INT32 = 8
 } nvfp4_dtype_t;
 
+/* Bytes per element of dtype d (the fp4 and e4m3 dtypes count bytes: 1). */
+static inline int64_t nvfp4_dtype_size(nvfp4_dtype_t d) {
+  switch (d) {
+    case NVFP4_DTYPE_FLOAT16:
+    case NVFP4_DTYPE_BFLOAT16: return 2;
+    case NVFP4_DTYPE_FLOAT32:
+    case NVFP4_DTYPE_INT32: return 4;
+    case NVFP4_DTYPE_FLOAT64: return 8;
+    default: return 1;
+  }
+}
+
 typedef enum nvfp4_device_type {
   NVFP4_DEVICE_CPU = 0,
   NVFP4_DEVICE_CUDA = 1
