@@ -3,6 +3,7 @@ tests' device arrays, backends and operands (below)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 
@@ -300,24 +301,19 @@ def run_backend(backend, fn):
         pytest.skip(f"backend {backend} does not run this case: {e}")
 
 
+@functools.lru_cache(maxsize=None)
 def c_library():
     """libnvfp4.so through ctypes (the C ABI tests), located once per session with
     `python -m nvfp4 --cmake-dir`: that subprocess takes about a second, which must never fall
     inside a graph capture (see graph_capture)."""
-    global _C_LIBRARY
-    if _C_LIBRARY is None:
-        import ctypes
-        import subprocess
-        import sys
-        cmake_dir = subprocess.run([sys.executable, "-m", "nvfp4", "--cmake-dir"], capture_output=True,
-                                   text=True, check=True).stdout.strip()
-        lib = ctypes.CDLL(os.path.join(os.path.dirname(os.path.dirname(cmake_dir)), "libnvfp4.so"))
-        lib.nvfp4_last_error.restype = ctypes.c_char_p
-        _C_LIBRARY = lib
-    return _C_LIBRARY
-
-
-_C_LIBRARY = None
+    import ctypes
+    import subprocess
+    import sys
+    cmake_dir = subprocess.run([sys.executable, "-m", "nvfp4", "--cmake-dir"], capture_output=True,
+                               text=True, check=True).stdout.strip()
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(os.path.dirname(cmake_dir)), "libnvfp4.so"))
+    lib.nvfp4_last_error.restype = ctypes.c_char_p
+    return lib
 
 
 def graph_capture(torch, graph, stream=None):
