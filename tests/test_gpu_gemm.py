@@ -24,7 +24,8 @@ GEMM_ODD = [(1, 1000, 32, None), (7, 129, 96, 3), (129, 7, 32, None), (1000, 1, 
             (129, 1000, 32, 3), (1, 1, 32, None), (1000, 300, 2080, 2),  # sm90a: pre-decoded tokens, M > 512
             (1030, 136, 2080, 2), (2050, 1000, 4096, None),  # sm90a: fused short chains + misaligned scales; M > 2048
             (100, 3000, 4096, None),  # sm90a: fused, 24 tiles x 4-CTA clusters
-            (1030, 2000, 2080, 2)]  # sm90a: persistent pre-decoded kernel, 136-token tiles (256), M/N/K tails
+            (1030, 2000, 2080, 2),  # sm90a: persistent pre-decoded kernel, 136-token tiles (256), M/N/K tails
+            (100, 7168, 8192, 2), (137, 2000, 8192, 3)]  # sm90a: pre-decoded, token tails in padded batches
 
 
 def _gemm_case(dev, M, N, K, L, layout, rng, **kw):

@@ -151,9 +151,9 @@ static void test_support() {
   }
   expect_composed(dense(65535LL * 128 + 1, 512, 1024), "sm90a dual gemm: grid too large", "tiles_x");
   expect_composed(dense(256, 512, 1024, 65536), "sm90a dual gemm: grid too large", "L");
-  // token workspace: 2 bytes per token element, 1 GiB at most
-  expect_composed(dense(32768 + 128, 256, 16384), "sm90a dual gemm: token workspace over 1 GiB", "workspace");
-  CHECK(plan_dual(dense(32768, 256, 16384), dev).path == DualPath::kFused, "1 GiB of tokens refused");
+  // token workspace: 2 bytes per (padded: token_ws_rows) token element, 1 GiB at most
+  expect_composed(dense(32768, 256, 16384), "sm90a dual gemm: token workspace over 1 GiB", "workspace");
+  CHECK(plan_dual(dense(32640, 256, 16384), dev).path == DualPath::kFused, "1020 MiB of tokens refused");
 }
 
 // ---------------------------------------------------------------------------

@@ -248,11 +248,26 @@ static void test_known_shapes() {
     const GemmProblem big = dense(32768, 4096, 16384 + 128);  // 32768 x 16512 x 2 > 1 GiB
     const GemmPlan g = plan_gemm(big, dev, SIZE_MAX);
     CHECK(g.path == GemmPath::kFused && g.workspace_bytes == 0, "over 1 GiB: %s", path_name(g.path));
-    const GemmProblem cap = dense(32768, 4096, 16384);  // exactly 1 GiB
-    CHECK(plan_gemm(cap, dev, SIZE_MAX).path == GemmPath::kPersistent, "1 GiB exactly");
+    const GemmProblem cap = dense(32640, 4096, 16384);  // 32640 rows (both tile multiples): 1020 MiB
+    CHECK(plan_gemm(cap, dev, SIZE_MAX).path == GemmPath::kPersistent, "under 1 GiB");
+    const GemmProblem over = dense(32768, 4096, 16384);  // rows padded to 32776 (a 136 multiple): over 1 GiB
+    CHECK(plan_gemm(over, dev, SIZE_MAX).path == GemmPath::kFused, "1 GiB + 8 rows");
   }
-  CHECK(token_workspace_bytes(3, 96, 2) == 1536, "token bytes of K 96: %zu", token_workspace_bytes(3, 96, 2));
-  CHECK(token_workspace_bytes(5, 160, 1) == 2560, "token bytes of K 160: %zu", token_workspace_bytes(5, 160, 1));
+  // rows padded (token_ws_rows): 3 -> 8, 5 -> 8, 129 -> 256, 128 -> 128, 2177 -> 2312 (17 wide tiles)
+  CHECK(token_workspace_bytes(3, 96, 2) == 4096, "token bytes of K 96: %zu", token_workspace_bytes(3, 96, 2));
+  CHECK(token_workspace_bytes(5, 160, 1) == 4096, "token bytes of K 160: %zu", token_workspace_bytes(5, 160, 1));
+  CHECK(token_workspace_bytes(129, 128, 1) == 65536 && token_workspace_bytes(128, 128, 3) == 98304 &&
+            token_workspace_bytes(2177, 128, 1) == 2312 * 256,
+        "token bytes of 129 / 128 rows");
+  for (int64_t M = 1; M <= 3000; ++M) {  // every token box of the plan inside the padded rows
+    const int64_t ws = token_ws_rows(M);
+    CHECK(ws >= M && ws - M < 136 && ws >= token_box_rows(M), "token_ws_rows(%lld) = %lld", (long long)M, (long long)ws);
+    const GemmPlan g = plan_gemm(dense(M, 7168, 7168), dev, SIZE_MAX);
+    if (g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent)
+      CHECK((g.tiles_x - 1) * g.tile_x + g.x_box_rows <= ws && g.workspace_bytes == token_workspace_bytes(M, 7168, 1),
+            "M %lld: the last of %lld tiles of %d rows (box %d) past %lld workspace rows", (long long)M,
+            (long long)g.tiles_x, g.tile_x, g.x_box_rows, (long long)ws);
+  }
 }
 
 // ---------------------------------------------------------------------------

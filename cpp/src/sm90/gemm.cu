@@ -246,7 +246,7 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
                 shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
 }
 
-// Pass parameters for one fp4 operand (rows x K, L batches) -> fp16 [L][rows][kpad] at out.
+// Pass parameters for one fp4 operand (rows x K, L batches) -> fp16 [L][token_ws_rows(rows)][kpad] at out.
 XPredecodeParams predecode_params(const Fp4Operand& a, const ScaleOperand& sf, int64_t rows, int64_t K, int64_t L,
                                   int32_t num_kb, void* out, int64_t kpad) {
   XPredecodeParams xp{};
@@ -264,7 +264,7 @@ XPredecodeParams predecode_params(const Fp4Operand& a, const ScaleOperand& sf, i
   xp.num_kb = num_kb;
   xp.out = static_cast<uint16_t*>(out);
   xp.out_row_stride = kpad;
-  xp.out_batch_stride = rows * kpad;
+  xp.out_batch_stride = token_ws_rows(rows) * kpad;
   return xp;
 }
 

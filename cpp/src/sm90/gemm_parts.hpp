@@ -24,7 +24,7 @@ inline ScaleOperand scales_from_row(const ScaleOperand& sf, int64_t m, int64_t K
 }
 
 // The token pre-decode pass (kernel/token_predecode.cuh): decodes the rows x K tokens of L
-// batches (a, sfa) into the fp16 workspace ws, [L][rows][Kp] with Kp = K rounded up to 128
+// batches (a, sfa) into the fp16 workspace ws, [L][token_ws_rows(rows)][Kp] with Kp = K rounded up to 128
 // (gemm_plan.hpp: token_workspace_bytes), as a programmatic dependent of the grid before it;
 // the kernel launched after it may start early (PDL) and must wait for it before reading ws.
 nvfp4_status_t launch_token_predecode(const Fp4Operand& a, const ScaleOperand& sfa, int64_t rows, int64_t K,

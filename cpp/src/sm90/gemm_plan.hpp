@@ -122,12 +122,25 @@ inline int32_t out_vec4(const OutOperand& c, int64_t L) {
 }
 
 // ---------------------------------------------------------------------------
-// The fp16 token workspace of the pre-decoded paths: [L][rows][Kp], Kp = K rounded up to 128
+// The fp16 token workspace of the pre-decoded paths: [L][token_ws_rows(rows)][Kp], Kp = K rounded up to 128
 // ---------------------------------------------------------------------------
 inline int32_t k_blocks(int64_t K) { return static_cast<int32_t>((K + kBlockK - 1) / kBlockK); }
+// Rows of each batch's workspace: the token rows rounded up so that no TMA box of the kernels
+// reading it reaches past the tensor (token_box_rows: an 8-row multiple below 128 tokens, the
+// 128-row tile above, or the 136-row one where it needs fewer tiles, the only place
+// choose_token_tile may take it). The pass writes the first `rows`; the padding rows hold
+// whatever the buffer held and reach only output rows >= M, which are never stored. Why: a box
+// mostly out of bounds loads slowly (below); H100, N = K = 7168: M = 137 69.2 -> 50.3 µs
+// (M = 256 on the same 112 tiles: 51.5), M = 385 117.8 -> 97.3 (bench/NOTES.md session 14).
+inline int64_t token_ws_rows(int64_t rows) {
+  if (rows < kTileX) return (rows + 7) / 8 * 8;
+  const int64_t narrow = (rows + kTileX - 1) / kTileX * kTileX;
+  const int64_t wide = (rows + kTileXWide - 1) / kTileXWide * kTileXWide;
+  return wide / kTileXWide < narrow / kTileX && wide > narrow ? wide : narrow;
+}
 inline size_t token_workspace_bytes(int64_t rows, int64_t K, int64_t L) {
   const int64_t kpad = static_cast<int64_t>(k_blocks(K)) * kBlockK;
-  return static_cast<size_t>((L * rows * kpad * 2 + 255) / 256 * 256);
+  return static_cast<size_t>((L * token_ws_rows(rows) * kpad * 2 + 255) / 256 * 256);
 }
 // Token rows per TMA box: for fewer than 128 tokens only the rows that exist, rounded up to
 // the 8-row swizzle atom. A 128-row box that is mostly out of bounds made the loads slow

@@ -88,8 +88,9 @@ bool encode_out_map(CUtensorMap* map, const OutOperand& c, int64_t rows, int64_t
 bool encode_token_map(CUtensorMap* map, void* ws, int64_t rows, int64_t kpad, int64_t L, uint32_t box_rows) {
   const auto encode = tensor_map_encoder();
   if (encode == nullptr) return false;
-  cuuint64_t dims[3] = {static_cast<cuuint64_t>(kpad), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(L)};
-  cuuint64_t strides[2] = {static_cast<cuuint64_t>(kpad * 2), static_cast<cuuint64_t>(rows * kpad * 2)};
+  const int64_t ws_rows = token_ws_rows(rows);  // the padded rows: no box reaches out of bounds
+  cuuint64_t dims[3] = {static_cast<cuuint64_t>(kpad), static_cast<cuuint64_t>(ws_rows), static_cast<cuuint64_t>(L)};
+  cuuint64_t strides[2] = {static_cast<cuuint64_t>(kpad * 2), static_cast<cuuint64_t>(ws_rows * kpad * 2)};
   cuuint32_t box[3] = {64u, box_rows, 1u};
   cuuint32_t elem[3] = {1u, 1u, 1u};
   const CUresult r = encode(map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, ws, dims, strides, box, elem,

@@ -33,7 +33,7 @@ bool encode_linear_sf_map(CUtensorMap* map, const ScaleOperand& sf, int64_t rows
 bool encode_out_map(CUtensorMap* map, const OutOperand& c, int64_t rows, int64_t cols, int64_t L, uint32_t box_cols,
                     uint32_t box_rows);
 
-// fp16 token workspace [L][rows][kpad] at ws: box 64 x box_rows x 1, 128-byte swizzle
+// fp16 token workspace [L][token_ws_rows(rows)][kpad] at ws (gemm_plan.hpp): box 64 x box_rows x 1, 128-byte swizzle
 // (exactly the K-major SW128 layout of the wgmma B descriptor).
 bool encode_token_map(CUtensorMap* map, void* ws, int64_t rows, int64_t kpad, int64_t L, uint32_t box_rows);
 
