@@ -472,7 +472,7 @@ static void test_packed() {
     CHECK(g.unsupported == nullptr && !g.empty, "taken: %s", g.unsupported ? g.unsupported : "");
     CHECK(g.slots == (1024 + 8 * 127) / 128 && g.tiles_w == 32 && g.num_kb == 56, "grid %lld x %lld",
           static_cast<long long>(g.tiles_w), static_cast<long long>(g.slots));
-    CHECK(g.workspace_bytes == token_workspace_bytes(1024, 7168, 1) && g.x_box_rows == 128, "workspace %zu",
+    CHECK(g.workspace_bytes == token_workspace_bytes(1024 + 127, 7168, 1) && g.x_box_rows == 128, "workspace %zu",
           g.workspace_bytes);
     CHECK(g.sf_mode == kScaleTma && g.sf_mode_without_tma == kScaleCpAsync && g.c_vec4 == 1, "modes %d %d",
           g.sf_mode, g.c_vec4);

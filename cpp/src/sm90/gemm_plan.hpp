@@ -138,6 +138,12 @@ inline int64_t token_ws_rows(int64_t rows) {
   const int64_t wide = (rows + kTileXWide - 1) / kTileXWide * kTileXWide;
   return wide / kTileXWide < narrow / kTileX && wide > narrow ? wide : narrow;
 }
+// The grouped list and packed MoE kernels read one workspace of every group's (expert's) rows
+// back to back, and a group's token tiles start at its first row, anywhere: box_rows - 1 rows
+// past the last token keep every box inside (the next group's rows, or these). H100, packed
+// MoE of 8 experts x 4096 x 7168: 128 and 256 tokens ran 126.6 / 125.4 µs against 111.7 for
+// 512, nearly every tile's box reaching past the tokens at 128 (bench/NOTES.md session 14).
+inline int64_t offset_ws_rows(int64_t rows, int32_t box_rows) { return rows + box_rows - 1; }
 inline size_t token_workspace_bytes(int64_t rows, int64_t K, int64_t L) {
   const int64_t kpad = static_cast<int64_t>(k_blocks(K)) * kBlockK;
   return static_cast<size_t>((L * token_ws_rows(rows) * kpad * 2 + 255) / 256 * 256);
@@ -387,7 +393,7 @@ struct PackedPlan {
   int32_t sf_mode = kScaleSync;              // the weights' scales
   int32_t sf_mode_without_tma = kScaleSync;  // if their tensor map cannot be encoded
   int32_t c_vec4 = 0;
-  size_t workspace_bytes = 0;  // the fp16 token workspace (all total_M tokens)
+  size_t workspace_bytes = 0;  // the fp16 token workspace (all total_M tokens, offset_ws_rows)
 };
 
 inline PackedPlan plan_packed(const PackedGroupedGemmProblem& p) {
@@ -411,12 +417,12 @@ inline PackedPlan plan_packed(const PackedGroupedGemmProblem& p) {
   // CTA of the walk scans, to ~66k)
   if (g.slots > 65535 || g.tiles_w > 0x7FFFFFFF) return refuse("sm90a grouped gemm packed: grid too large");
   g.tiles = g.slots * g.tiles_w;
-  g.workspace_bytes = token_workspace_bytes(p.total_M, p.K, 1);
+  g.x_box_rows = token_box_rows(p.total_M);
+  g.workspace_bytes = token_workspace_bytes(offset_ws_rows(p.total_M, g.x_box_rows), p.K, 1);
   if (g.workspace_bytes > kTokenWorkspaceMaxBytes)
     return refuse("sm90a grouped gemm packed: token workspace over 1 GiB");
   if (!tma_compatible(p.b, p.N, p.G)) return refuse("sm90a grouped gemm packed: TMA cannot take the weights");
   g.num_kb = k_blocks(p.K);
-  g.x_box_rows = token_box_rows(p.total_M);
   g.sf_mode_without_tma = scales_async(p.sfb, p.G) ? kScaleCpAsync : kScaleSync;
   g.sf_mode = scales_tma(p.sfb, p.G) ? kScaleTma : g.sf_mode_without_tma;
   g.c_vec4 = out_vec4(p.c, 1);

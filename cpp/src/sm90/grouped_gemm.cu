@@ -135,7 +135,8 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
     if (b.sf_mode == kScaleTma && !encode_linear_sf_map(&kp->sfw[i], g.sfb, g.N, g.K, 1))
       b.sf_mode = plan.sf_mode_without_tma;  // (the maps encoded so far are then unused)
   }
-  if (!encode_token_map(&kp->xh, exec.workspace, plan.rows, plan.kpad, 1, static_cast<uint32_t>(plan.x_box_rows)))
+  if (!encode_token_map(&kp->xh, exec.workspace, offset_ws_rows(plan.rows, plan.x_box_rows), plan.kpad, 1,
+                        static_cast<uint32_t>(plan.x_box_rows)))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm: cuTensorMapEncodeTiled rejected the workspace");
 
   const cudaStream_t stream = cuda_stream(exec);

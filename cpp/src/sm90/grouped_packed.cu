@@ -162,8 +162,8 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
       opt_in_smem(smem_opt_in, exec.device, {{reinterpret_cast<const void*>(nvfp4_sm90_moe_kernel), kSmemBytes}});
   if (st != NVFP4_SUCCESS) return st;
 
-  if (!encode_token_map(&kp.xh, exec.workspace, p.total_M, static_cast<int64_t>(plan.num_kb) * kBlockK, 1,
-                        static_cast<uint32_t>(plan.x_box_rows)))
+  if (!encode_token_map(&kp.xh, exec.workspace, offset_ws_rows(p.total_M, plan.x_box_rows),
+                        static_cast<int64_t>(plan.num_kb) * kBlockK, 1, static_cast<uint32_t>(plan.x_box_rows)))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: cuTensorMapEncodeTiled rejected the workspace");
   st = launch_token_predecode(p.a, p.sfa, p.total_M, p.K, 1, exec.workspace, exec);
   if (st != NVFP4_SUCCESS) return st;

@@ -80,7 +80,7 @@ struct GroupedPlan {
   GroupedEntry entry[kGroupedMaxGroups];
   GroupedPassEntry pass[kGroupedMaxGroups];
   int64_t tiles = 0;     // all groups' tiles
-  int64_t rows = 0;      // sum M_g: rows of the token workspace
+  int64_t rows = 0;      // sum M_g: token rows (the workspace has offset_ws_rows of them)
   int64_t kpad = 0;      // its row length: the largest K_g rounded up to 128
   int32_t min_kb = 0;    // fewest K blocks of a group (bounds the split)
   int32_t max_pieces = 0;  // token-pass CTAs per row: predecode_pieces of the longest K
@@ -189,7 +189,8 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
     t.sfa_words = p.sfa.layout == NVFP4_SF_BLOCKED && is_aligned(p.sfa.data, 4) ? 1 : 0;
   }
   g->max_pieces = grouped_pass_pieces(static_cast<int32_t>(g->kpad / kBlockK));
-  g->workspace_bytes = token_workspace_bytes(g->rows, g->kpad, 1);
+  g->x_box_rows = token_box_rows(max_m);
+  g->workspace_bytes = token_workspace_bytes(offset_ws_rows(g->rows, g->x_box_rows), g->kpad, 1);
   if (g->workspace_bytes > kTokenWorkspaceMaxBytes) {
     g->fallback = "sm90a grouped gemm: token workspace over 1 GiB";
     return;
@@ -200,7 +201,6 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
   }
   g->sf_mode_without_tma = async ? kScaleCpAsync : kScaleSync;
   g->sf_mode = bulk ? kScaleBulk : tma ? kScaleTma : g->sf_mode_without_tma;
-  g->x_box_rows = token_box_rows(max_m);
   g->splits = choose_splits_fitting(dev.clusters, g->tiles, g->min_kb, dev.sm_count);
   if (g->splits > 1)
     g->grid = static_cast<uint32_t>(g->tiles * g->splits);  // <= SMs (choose_splits): one wave
