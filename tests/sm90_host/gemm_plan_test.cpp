@@ -200,7 +200,7 @@ static void test_known_shapes() {
           g.workspace_bytes);
     CHECK(g.stages == (pre ? kPredecodedStages : kFusedStages), "stages %d", g.stages);
     CHECK(g.tile_x == 128, "%lld tokens: tile %d", static_cast<long long>(w.M), g.tile_x);  // (none of 128k+1..136k)
-    CHECK(g.x_box_rows == (pre ? (w.M < 128 ? (w.M + 7) / 8 * 8 : 128) : 0), "box rows %d", g.x_box_rows);
+    CHECK(g.x_box_rows == (w.M < 128 ? (w.M + 7) / 8 * 8 : 128), "box rows %d", g.x_box_rows);  // both paths
   }
   // the persistent grid: one CTA per SM
   {
@@ -411,7 +411,7 @@ static void test_invariants(std::mt19937_64& rng) {
       CHECK(g.short_chain == ((num_kb + g.splits - 1) / g.splits <= kShortChainBlocks), "short-chain rule");
       CHECK(!(ws == SIZE_MAX && K >= kPredecodeMinK && !fused_short && token <= kTokenWorkspaceMaxBytes),
             "fused where the pre-decoded path was due");
-      CHECK(g.workspace_bytes == 0 && g.x_box_rows == 0, "fused workspace");
+      CHECK(g.workspace_bytes == 0 && g.x_box_rows == token_box_rows(M), "fused workspace, token box");
     }
     // the workspace query (SIZE_MAX) and a run given exactly that workspace agree
     if (ws == SIZE_MAX) {

@@ -144,7 +144,7 @@ const char* gemm_refusal(const GemmProblem& p, const Exec& exec, CUtensorMap* w,
   if (p.M <= 0 || p.N <= 0 || p.L <= 0 || p.M <= kGemvMaxTokens || decode_route(p)) return nullptr;
   CUtensorMap scratch_w, scratch_x;
   if (!encode_fp4_map(w ? w : &scratch_w, p.b, p.N, p.K, p.L) ||
-      !encode_fp4_map(x ? x : &scratch_x, p.a, p.M, p.K, p.L))
+      !encode_fp4_map(x ? x : &scratch_x, p.a, p.M, p.K, p.L, static_cast<uint32_t>(token_box_rows(p.M))))
     return "sm90a gemm: cuTensorMapEncodeTiled unavailable or rejected the operands";
   return nullptr;
 }
@@ -201,8 +201,9 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   const GemmPlan plan = plan_gemm(p, dev, usable_workspace(exec));
   GemmParams kp = gemm_params(p, plan);
   CUtensorMap tmap_sfw = tmap_w, tmap_sfx = tmap_x;  // placeholders unless kScaleTma
-  if (plan.sf_mode == kScaleTma && !(encode_linear_sf_map(&tmap_sfw, p.sfb, p.N, p.K, p.L) &&
-                                     encode_linear_sf_map(&tmap_sfx, p.sfa, p.M, p.K, p.L)))
+  if (plan.sf_mode == kScaleTma &&
+      !(encode_linear_sf_map(&tmap_sfw, p.sfb, p.N, p.K, p.L) &&
+        encode_linear_sf_map(&tmap_sfx, p.sfa, p.M, p.K, p.L, static_cast<uint32_t>(token_box_rows(p.M)))))
     kp.sf_mode = plan.sf_mode_without_tma;
 
   LaunchShape shape;

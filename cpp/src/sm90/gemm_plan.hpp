@@ -192,7 +192,7 @@ struct GemmPlan {
   int splits = 1;                     // CTAs per output tile (split-K over a cluster of `splits` x 1 x 1)
   bool short_chain = false;           // fused: the instance without accumulator promotion
   int stages = 0;                     // ring stages of the kernel that runs
-  int32_t x_box_rows = 0;             // pre-decoded paths: token rows per TMA box
+  int32_t x_box_rows = 0;             // token rows per TMA box (pre-decoded: fp16 workspace; fused: fp4 tokens)
   int32_t sf_mode = kScaleSync;       // ScaleLoad
   int32_t sf_mode_without_tma = kScaleSync;  // if the scale tensor maps cannot be encoded (kScaleTma)
   int32_t c_vec4 = 0;
@@ -325,6 +325,7 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.short_chain = fused_short;
     g.splits = fused_splits;
     g.stages = kFusedStages;
+    g.x_box_rows = token_box_rows(p.M);  // the fp4 tokens' box (and their kScaleTma box): fitted below 128
   } else {
     const TokenTiling t = choose_token_tile(p, g.tiles_w, g.num_kb, dev);
     g.tile_x = t.tile_x;

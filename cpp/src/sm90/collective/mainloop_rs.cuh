@@ -61,7 +61,6 @@ struct MainloopRS {
   static constexpr int transform_regs() { return P > 0 ? 48 : 80; }
   template <int P>
   static constexpr int consumer_regs() { return P > 0 ? 208 : 176; }
-  static constexpr int kTmaBytes = (kBlockW + kBlockX) * kPackedRow;
   static constexpr int kXAtomBytes = kBlockX * 128;  // one 64-K atom of decoded tokens
   static constexpr int kSfTmaCols = 16;      // kScaleTma box width (bytes)
 
@@ -163,10 +162,15 @@ struct MainloopRS {
                                                  int stage, int32_t kb, int64_t w0, int64_t x0, int32_t l,
                                                  int lane) {
     Stage& st = s.ring[stage];
+    // the token box holds p.x_box_rows rows (fitted below 128 tokens, token_box_rows); the rest
+    // of st.x keeps stale data that reaches only output rows >= M, never stored
+    const uint32_t tma_bytes = (kBlockW + static_cast<uint32_t>(p.x_box_rows)) * kPackedRow;
     if (p.sf_mode == kScaleBulk || p.sf_mode == kScaleTma) {
       if (lane == 0) {
-        const uint32_t sf_bytes = p.sf_mode == kScaleBulk ? 1024u : 128u * kSfTmaCols;
-        ptx::mbar_arrive_expect_tx(&s.full[stage], kTmaBytes + 2 * sf_bytes);
+        const uint32_t sf_bytes = p.sf_mode == kScaleBulk
+                                      ? 2048u
+                                      : (128u + static_cast<uint32_t>(p.x_box_rows)) * kSfTmaCols;
+        ptx::mbar_arrive_expect_tx(&s.full[stage], tma_bytes + sf_bytes);
         ptx::tma_load_3d(st.w, tm.w, &s.full[stage], kb * kPackedRow, static_cast<int32_t>(w0), l);
         ptx::tma_load_3d(st.x, tm.x, &s.full[stage], kb * kPackedRow, static_cast<int32_t>(x0), l);
         if (p.sf_mode == kScaleBulk) {
@@ -176,8 +180,8 @@ struct MainloopRS {
                               ((w0 / 128) * tiles_k + 2 * static_cast<int64_t>(kb)) * 512;
           const uint8_t* gx = p.sf_x.data + static_cast<int64_t>(l) * p.sf_x.batch_stride +
                               ((x0 / 128) * tiles_k + 2 * static_cast<int64_t>(kb)) * 512;
-          ptx::bulk_load(st.wsf, gw, sf_bytes, &s.full[stage]);
-          ptx::bulk_load(st.xsf, gx, sf_bytes, &s.full[stage]);
+          ptx::bulk_load(st.wsf, gw, 1024u, &s.full[stage]);
+          ptx::bulk_load(st.xsf, gx, 1024u, &s.full[stage]);
         } else {
           // the box's inner start must be 16-byte aligned (an 8-byte start faults)
           ptx::tma_load_3d(st.wsf, tm.sfw, &s.full[stage], (kb >> 1) * kSfTmaCols, static_cast<int32_t>(w0), l);
@@ -187,7 +191,7 @@ struct MainloopRS {
       return;
     }
     if (lane == 0) {
-      ptx::mbar_arrive_expect_tx(&s.full[stage], kTmaBytes);
+      ptx::mbar_arrive_expect_tx(&s.full[stage], tma_bytes);
       ptx::tma_load_3d(st.w, tm.w, &s.full[stage], kb * kPackedRow, static_cast<int32_t>(w0), l);
       ptx::tma_load_3d(st.x, tm.x, &s.full[stage], kb * kPackedRow, static_cast<int32_t>(x0), l);
     }
