@@ -71,57 +71,42 @@ def scale_bytes(rows, k):
     return ((rows + 127) // 128 * 128) * ((k // 16 + 3) // 4 * 4)
 
 
-# --- gemv ---------------------------------------------------------------------------------
+# --- gemv and gemm ------------------------------------------------------------------------
 
 _GEMV = ("Tensor a, Tensor sfa, Tensor b, Tensor sfb, float alpha, Tensor? alpha_t, str sf_layout, str out_dtype, "
          "str backend")
 
 
-@_op("gemv", f"({_GEMV}) -> Tensor")
-def _gemv(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend):
-    return _ops.gemv(a, sfa, b, sfb, alpha=_scalar_arg(alpha, alpha_t), sf_layout=sf_layout, out_dtype=out_dtype,
-                     backend=backend)
+def _register_gemv_like(name, fn, out_shape):
+    """torch.ops.nvfp4.<name> and <name>_out for gemv and gemm (the same schema and arguments;
+    `fn` the eager op, `out_shape(a, b)` its output shape or None)."""
+
+    @_op(name, f"({_GEMV}) -> Tensor")
+    def _impl(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend):
+        return fn(a, sfa, b, sfb, alpha=_scalar_arg(alpha, alpha_t), sf_layout=sf_layout, out_dtype=out_dtype,
+                  backend=backend)
+
+    @_fake(name)
+    def _impl_fake(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend):
+        return _out_like(a, out_shape(a, b), out_dtype)
+
+    @_op(f"{name}_out", f"({_GEMV}, Tensor(a!) out) -> ()", mutates=("out",))
+    def _impl_out(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend, out):
+        fn(a, sfa, b, sfb, alpha=_scalar_arg(alpha, alpha_t), sf_layout=sf_layout, out_dtype=out_dtype, out=out,
+           backend=backend)
+
+    @_fake(f"{name}_out")
+    def _impl_out_fake(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend, out):
+        return None
 
 
-@_fake("gemv")
-def _gemv_fake(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend):
+def _gemv_shape(a, b):
     sa = tuple(a.shape)
-    return _out_like(a, sa[:-1] if len(sa) in (2, 3) else None, out_dtype)
+    return sa[:-1] if len(sa) in (2, 3) else None
 
 
-@_op("gemv_out", f"({_GEMV}, Tensor(a!) out) -> ()", mutates=("out",))
-def _gemv_out(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend, out):
-    _ops.gemv(a, sfa, b, sfb, alpha=_scalar_arg(alpha, alpha_t), sf_layout=sf_layout, out_dtype=out_dtype, out=out,
-              backend=backend)
-
-
-@_fake("gemv_out")
-def _gemv_out_fake(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend, out):
-    return None
-
-
-# --- gemm ---------------------------------------------------------------------------------
-
-@_op("gemm", f"({_GEMV}) -> Tensor")
-def _gemm(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend):
-    return _ops.gemm(a, sfa, b, sfb, alpha=_scalar_arg(alpha, alpha_t), sf_layout=sf_layout, out_dtype=out_dtype,
-                     backend=backend)
-
-
-@_fake("gemm")
-def _gemm_fake(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend):
-    return _out_like(a, _rows_shape(a, b), out_dtype)
-
-
-@_op("gemm_out", f"({_GEMV}, Tensor(a!) out) -> ()", mutates=("out",))
-def _gemm_out(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend, out):
-    _ops.gemm(a, sfa, b, sfb, alpha=_scalar_arg(alpha, alpha_t), sf_layout=sf_layout, out_dtype=out_dtype, out=out,
-              backend=backend)
-
-
-@_fake("gemm_out")
-def _gemm_out_fake(a, sfa, b, sfb, alpha, alpha_t, sf_layout, out_dtype, backend, out):
-    return None
+_register_gemv_like("gemv", _ops.gemv, _gemv_shape)
+_register_gemv_like("gemm", _ops.gemm, _rows_shape)
 
 
 # --- dual_gemm ----------------------------------------------------------------------------
