@@ -83,26 +83,19 @@ def test_odd_shapes(dev, M, N, K, layout, out_dtype, backend, rng):
     assert_matches(dev.get(out), alpha * acc, out_dtype)
 
 
-@pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("layout", LAYOUTS)
-def test_every_token_count(dev, layout, backend, rng):
-    """M = 2..17 on one shape: every tail of the 8-token groups (1 and 2 groups; 17: the tiled
-    GEMM), fp32 out, a device alpha; N = 4100 (a partial 128-row block), K = 1024 (2 stages)."""
-    N, K = 4100, 1024
-    for M in range(2, 18):
-        a, b, acc = case(dev, M, N, K, None, layout, rng)
-        alpha = pow2_alpha(acc) * 0.75
-        out = gemm(a, b, layout, backend, alpha=dev.scalar(alpha), out_dtype="float32")
-        assert_matches(dev.get(out), alpha * acc, "float32")
+# (N, token counts): M = 2..17 on 4100 rows, every tail of the 8-token groups (1 and 2 groups; 17:
+# the tiled GEMM); M = 17..33 on 7200 rows (>= 7168), every tail of the 4 token groups (33: the
+# tiled GEMM). Both N with a partial 128-row block; K = 1024 (2 stages).
+TOKEN_COUNTS = [(4100, range(2, 18)), (7200, range(17, 34))]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("layout", LAYOUTS)
-def test_every_token_count_wide(dev, layout, backend, rng):
-    """M = 17..33 on >= 7168 rows: every tail of the 4 token groups (33: the tiled GEMM), fp32 out,
-    a device alpha; N = 7200 (a partial 128-row block), K = 1024 (2 stages)."""
-    N, K = 7200, 1024
-    for M in range(17, 34):
+@pytest.mark.parametrize("N,counts", TOKEN_COUNTS, ids=["groups_1_2", "groups_4"])
+def test_every_token_count(dev, N, counts, layout, backend, rng):
+    """Every token count of `counts` on one shape (TOKEN_COUNTS), fp32 out, a device alpha."""
+    K = 1024
+    for M in counts:
         a, b, acc = case(dev, M, N, K, None, layout, rng)
         alpha = pow2_alpha(acc) * 0.75
         out = gemm(a, b, layout, backend, alpha=dev.scalar(alpha), out_dtype="float32")

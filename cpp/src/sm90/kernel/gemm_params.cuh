@@ -28,8 +28,8 @@ struct GemmParams {
   int32_t splits;        // CTAs per cluster sharing one output tile (split-K)
   int32_t sf_blocked;    // 1: blocked 128x4 scale layout, 0: linear
   int32_t sf_mode;       // ScaleLoad: how the producer fetches the block scales
-  int32_t x_box_rows;    // pre-decoded path: token rows per TMA box (the token tile, 128 or 136,
-                         // or M rounded up to 8 if less)
+  int32_t x_box_rows;    // token rows per TMA box (pre-decoded: the fp16 workspace's, the token tile
+                         // 128 or 136; fused: the fp4 tokens'), or M rounded up to 8 if less
   int32_t tiles_w, tiles_x;  // persistent pre-decoded kernel: output tiles per batch along N and M
   ScaleSrc sf_w, sf_x;
   float alpha;
