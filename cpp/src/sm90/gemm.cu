@@ -200,10 +200,13 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   if (st != NVFP4_SUCCESS) return st;
   const GemmPlan plan = plan_gemm(p, dev, usable_workspace(exec));
   GemmParams kp = gemm_params(p, plan);
+  // kScaleTma maps: the weights' for every tiled path, the tokens' for the fused kernel only
+  // (the pre-decoded paths read pre-decoded tokens; their pass reads the token scales itself)
+  const bool fused = plan.path == GemmPath::kFused;
   CUtensorMap tmap_sfw = tmap_w, tmap_sfx = tmap_x;  // placeholders unless kScaleTma
   if (plan.sf_mode == kScaleTma &&
       !(encode_linear_sf_map(&tmap_sfw, p.sfb, p.N, p.K, p.L) &&
-        encode_linear_sf_map(&tmap_sfx, p.sfa, p.M, p.K, p.L, static_cast<uint32_t>(token_box_rows(p.M)))))
+        (!fused || encode_linear_sf_map(&tmap_sfx, p.sfa, p.M, p.K, p.L, static_cast<uint32_t>(plan.x_box_rows)))))
     kp.sf_mode = plan.sf_mode_without_tma;
 
   LaunchShape shape;
@@ -211,7 +214,7 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   shape.cluster_x = static_cast<unsigned>(plan.splits);
   shape.pdl = true;
   const cudaStream_t stream = cuda_stream(exec);
-  if (plan.path == GemmPath::kFused) {
+  if (fused) {
     shape.block = dim3(Mainloop::kThreads, 1, 1);
     shape.smem = kSmemFused;
     return launch(plan.short_chain ? kFusedShortChain : kFusedPromoted, shape, stream, tmap_w, tmap_x, tmap_sfw,
