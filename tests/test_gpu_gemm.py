@@ -134,6 +134,46 @@ def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
     assert found == {(kernel, tile)}, names
 
 
+# The persistent kernel's partial last round as a split-K tail kernel (gemm_plan.hpp
+# choose_tail: at most half the SMs, >= 16 K blocks), on 132 SMs: (M, N, K, L, token tile).
+TAIL = [
+    (1100, 2100, 2048, 1, 128),  # 153 tiles = 132 + 21
+    (257, 4000, 2048, 3, 136),   # 192 tiles = 132 + 60, wide tiles, batches, N tail
+    (600, 2100, 2176, 2, 128),   # 170 tiles = 132 + 38 (tail tiles in both batches), 17 K blocks, K tail
+]
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L,tile", TAIL)
+def test_gemm_persistent_tail(dev, M, N, K, L, tile, layout, out_dtype, rng):
+    if out_dtype == "bfloat16" and dev.name != "torch":
+        pytest.skip("bfloat16 device arrays need PyTorch")
+    a, b, acc = _gemm_case(dev, M, N, K, L, layout, rng)
+    alpha = pow2_alpha(acc) * (1.0 if out_dtype == "float16" else 0.75)
+    out = nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha, sf_layout=layout, out_dtype=out_dtype, backend="sm90a")
+    assert tuple(out.shape) == (L, M, N)
+    assert_matches(dev.get(out), alpha * acc, out_dtype)
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,L,tile", TAIL)
+def test_gemm_persistent_tail_kernels(dev, M, N, K, L, tile, rng):
+    """Both kernels of the call, at the plan's token tile, seen in the kernel names."""
+    import re
+
+    if dev.name != "torch":
+        pytest.skip("needs PyTorch (profiler)")
+    if dev.torch.cuda.get_device_properties(0).multi_processor_count != 132:
+        pytest.skip("the expected tiles are those of a 132-SM device (H100 SXM, H200)")
+    a, b = Operand(dev, M, K, L, "linear", rng), Operand(dev, N, K, L, "linear", rng)
+    names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, backend="sm90a"))
+    found = {(m.group(1), int(m.group(2) or m.group(3))) for n in names
+             for m in [re.search(r"nvfp4_sm90_gemm_(predecoded|persistent|tail)_kernel(?:<(\d+)>|ILi(\d+)E)", n)] if m}
+    assert found == {("persistent", tile), ("tail", tile)}, names
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_gemm_extreme_scales(dev, backend, rng):
     """Every e4m3 scale byte but NaN (subnormals, zero, negatives, 448): the products

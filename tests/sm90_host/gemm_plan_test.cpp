@@ -207,6 +207,37 @@ static void test_known_shapes() {
     const GemmPlan g = plan_gemm(dense(4096, 4096, 4096), dev, SIZE_MAX);
     CHECK(g.grid[0] == 132 && g.grid[1] == 1 && g.grid[2] == 1 && g.tiles == 1024, "persistent grid %u %u %u",
           g.grid[0], g.grid[1], g.grid[2]);
+    CHECK(g.tail_tiles == 0, "4096^3: 1024 = 7 x 132 + 100 tiles, a last round over half full: no tail");
+  }
+  // the persistent path's split-K tail (choose_tail): a last round of at most half the SMs
+  {
+    struct TailWant {
+      int64_t M, N, K;
+      int64_t tail;
+      int splits;
+    };
+    const TailWant tails[] = {
+        {1024, 7168, 7168, 52, 2},  // 448 tiles = 3 x 132 + 52: 104 CTAs of 28 blocks
+        {640, 7168, 7168, 16, 8},   // 280 = 2 x 132 + 16: clusters of 8 (kMaxSplits), 7 blocks each
+        {1536, 7168, 7168, 12, 8},  // 672 = 5 x 132 + 12
+        {8192, 8192, 8192, 4, 8},   // 4096 = 31 x 132 + 4
+        {512, 7168, 7168, 0, 1},    // 224 = 132 + 92: over half
+        {2048, 7168, 7168, 0, 1},   // 896 = 6 x 132 + 104
+        {1024, 7168, 1920, 0, 1},   // 15 K blocks < kTailMinBlocks (fused anyway: K < 2048)
+        {1024, 7168, 2048, 52, 2},  // 16 K blocks
+    };
+    for (const TailWant& w : tails) {
+      const GemmPlan g = plan_gemm(dense(w.M, w.N, w.K), dev, SIZE_MAX);
+      CHECK(g.tail_tiles == w.tail && g.tail_splits == w.splits, "%lldx%lldx%lld: tail %lld x %d (want %lld x %d)",
+            static_cast<long long>(w.M), static_cast<long long>(w.N), static_cast<long long>(w.K),
+            static_cast<long long>(g.tail_tiles), g.tail_splits, static_cast<long long>(w.tail), w.splits);
+    }
+    // 52 tail tiles with clusters of 2 that do not all fit at once (50 of 52): no tail
+    GemmDeviceNumbers d = dev;
+    d.predecoded_clusters[2] = 50;
+    const GemmPlan g = plan_gemm(dense(1024, 7168, 7168), d, SIZE_MAX);
+    CHECK(g.path == GemmPath::kPersistent && g.tail_tiles == 0, "tail without room for its clusters: %lld",
+          static_cast<long long>(g.tail_tiles));
   }
   // 128 x 4096 x 7168 with 4-CTA clusters that do not all fit at once (24 of the 32 needed):
   // the split drops to 3
@@ -330,6 +361,7 @@ static void test_scale_modes() {
 static void test_invariants(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   int pre_seen = 0, persistent_seen = 0, fused_seen = 0, short_seen = 0, wide_seen = 0, wide_persistent_seen = 0;
+  int tail_seen = 0;
   for (int iter = 0; iter < 4000; ++iter) {
     const int64_t M = pick(0, 4) == 0 ? pick(3, 140) : pick(0, 3) == 0 ? 128 * pick(1, 20) + pick(1, 8) : pick(3, 9000);
     const int64_t N = pick(1, 9000);
@@ -422,7 +454,19 @@ static void test_invariants(std::mt19937_64& rng) {
     // every (tile, K block) computed exactly once
     if (g.path == GemmPath::kPersistent) {
       CHECK(g.grid[0] == static_cast<uint32_t>(d.sm_count) && g.grid[1] == 1 && g.grid[2] == 1, "persistent grid");
-      continue;  // CTA b takes tiles b, b + grid, ...: each tile once, all K blocks
+      // CTA b takes tiles b, b + grid, ... below tiles - tail_tiles: each once, all K blocks; the tail kernel's
+      // cluster j takes tile tiles - tail_tiles + j, split as cluster_splitk_work splits (covered above)
+      CHECK(g.tail_tiles == 0 || (g.tail_tiles * 2 <= d.sm_count && (g.tiles - g.tail_tiles) % d.sm_count == 0 &&
+                                  g.tail_splits >= 2 && g.tail_splits <= kMaxSplits &&
+                                  g.tail_tiles * g.tail_splits <= d.sm_count && g.num_kb >= kTailMinBlocks),
+            "tail %lld x %d of %lld tiles", static_cast<long long>(g.tail_tiles), g.tail_splits,
+            static_cast<long long>(g.tiles));
+      CHECK(g.tail_tiles > 0 || g.tiles % d.sm_count == 0 || 2 * (g.tiles % d.sm_count) > d.sm_count ||
+                g.num_kb < kTailMinBlocks || d.predecoded_clusters[2] < g.tiles % d.sm_count ||
+                d.predecoded_wide_clusters[2] < g.tiles % d.sm_count,
+            "a tail the plan should have taken: %lld tiles", static_cast<long long>(g.tiles));
+      tail_seen += g.tail_tiles > 0;
+      continue;
     }
     CHECK(g.grid[0] == static_cast<uint32_t>(tiles_w * g.splits) && g.grid[1] == tiles_x && g.grid[2] == L,
           "grid %u %u %u", g.grid[0], g.grid[1], g.grid[2]);
@@ -441,9 +485,9 @@ static void test_invariants(std::mt19937_64& rng) {
     }
   }
   CHECK(pre_seen > 100 && persistent_seen > 20 && fused_seen > 100 && short_seen > 50 && wide_seen > 20 &&
-            wide_persistent_seen > 5,
-        "coverage of the random cases: pre %d (persistent %d) fused %d (short %d) wide %d (persistent %d)", pre_seen,
-        persistent_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen);
+            wide_persistent_seen > 5 && tail_seen > 3,
+        "coverage of the random cases: pre %d (persistent %d, tail %d) fused %d (short %d) wide %d (persistent %d)",
+        pre_seen, persistent_seen, tail_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen);
 }
 
 // ---------------------------------------------------------------------------

@@ -11,7 +11,10 @@
 //     (K >= 2048) and the caller gave the token workspace: the token pass
 //     (kernel/token_predecode.cuh) decodes the tokens once into fp16, the GEMM decodes only
 //     the weights; where every tile has one CTA and tiles outnumber SMs, its persistent form
-//     (kernel/gemm_persistent.cuh). Both in two token-tile widths: 128, and 136 where that
+//     (kernel/gemm_persistent.cuh), whose partial last round, where it is at most half the
+//     SMs, runs after the whole rounds as a split-K tail kernel (gemm_plan.hpp choose_tail;
+//     e.g. 640 x 7168 x 7168: 2 rounds + 16 tiles over clusters of 8, -14% against a third
+//     round). Both in two token-tile widths: 128, and 136 where that
 //     needs fewer tiles for less work (gemm_plan.hpp choose_token_tile: e.g. M = 129..136
 //     in one tile instead of two).
 // This file encodes the tensor maps (tma.hpp), fills the kernel parameters, and launches
@@ -111,7 +114,9 @@ nvfp4_status_t opt_in_gemm_smem(int device) {
                       {predecoded_kernels<kTileX>().tiled, kSmemPre},
                       {predecoded_kernels<kTileX>().persistent, kSmemPre},
                       {predecoded_kernels<kTileXWide>().tiled, kSmemPreWide},
-                      {predecoded_kernels<kTileXWide>().persistent, kSmemPreWide}});
+                      {predecoded_kernels<kTileXWide>().persistent, kSmemPreWide},
+                      {reinterpret_cast<const void*>(nvfp4_sm90_gemm_tail_kernel<kTileX>), kSmemPre},
+                      {reinterpret_cast<const void*>(nvfp4_sm90_gemm_tail_kernel<kTileXWide>), kSmemPreWide}});
 }
 
 nvfp4_status_t device_numbers(const Exec& exec, GemmDeviceNumbers* d) {
@@ -236,18 +241,24 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   }
   static_assert(MainloopPre::kThreads == MainloopPreWide::kThreads, "one block shape");
   shape.block = dim3(MainloopPre::kThreads, 1, 1);
-  using PreKernelFn = void (*)(CUtensorMap, CUtensorMap, CUtensorMap, GemmParams);
-  const bool persistent = plan.path == GemmPath::kPersistent;
-  if (plan.tile_x == kTileXWide) {
-    shape.smem = kSmemPreWide;
-    return launch(persistent ? PreKernelFn{nvfp4_sm90_gemm_persistent_kernel<kTileXWide>}
-                             : PreKernelFn{nvfp4_sm90_gemm_predecoded_kernel<kTileXWide>},
+  const bool wide = plan.tile_x == kTileXWide;
+  shape.smem = wide ? kSmemPreWide : kSmemPre;
+  if (plan.path != GemmPath::kPersistent)
+    return launch(wide ? nvfp4_sm90_gemm_predecoded_kernel<kTileXWide> : nvfp4_sm90_gemm_predecoded_kernel<kTileX>,
                   shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
-  }
-  shape.smem = kSmemPre;
-  return launch(persistent ? PreKernelFn{nvfp4_sm90_gemm_persistent_kernel<kTileX>}
-                           : PreKernelFn{nvfp4_sm90_gemm_predecoded_kernel<kTileX>},
-                shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
+  // persistent: the whole rounds, then the tail (if any) split over clusters
+  const int64_t rounds_tiles = plan.tiles - plan.tail_tiles;
+  st = launch(wide ? nvfp4_sm90_gemm_persistent_kernel<kTileXWide> : nvfp4_sm90_gemm_persistent_kernel<kTileX>,
+              shape, stream, tmap_w, tmap_xh, tmap_sfw, kp, rounds_tiles);
+  if (st != NVFP4_SUCCESS || plan.tail_tiles == 0) return st;
+  GemmParams tp = kp;
+  tp.splits = plan.tail_splits;
+  LaunchShape tail = shape;
+  tail.grid = dim3(static_cast<unsigned>(plan.tail_tiles * plan.tail_splits), 1, 1);
+  tail.cluster_x = static_cast<unsigned>(plan.tail_splits);
+  tail.pdl = true;
+  return launch(wide ? nvfp4_sm90_gemm_tail_kernel<kTileXWide> : nvfp4_sm90_gemm_tail_kernel<kTileX>, tail, stream,
+                tmap_w, tmap_xh, tmap_sfw, tp, rounds_tiles);
 }
 
 // Pass parameters for one fp4 operand (rows x K, L batches) -> fp16 [L][token_ws_rows(rows)][kpad] at out.

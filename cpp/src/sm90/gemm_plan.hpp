@@ -198,7 +198,13 @@ struct GemmPlan {
   int32_t c_vec4 = 0;
   size_t workspace_bytes = 0;         // the token workspace the path reads (pre-decoded paths only)
   uint32_t grid[3] = {0, 0, 0};       // the GEMM kernel's grid (the token pass's: kernel/token_predecode.cuh)
+  // Persistent path: the last tail_tiles tiles (a partial round, <= half the SMs) run after the
+  // whole rounds as a split-K tail kernel, tail_splits CTAs per tile (choose_tail; 0: none).
+  int64_t tail_tiles = 0;
+  int tail_splits = 1;
 };
+
+
 
 // Why sm90a leaves a (non-empty) problem to the next backend; nullptr when it takes it.
 // Shape, layout and alignment only (no device numbers).
@@ -232,6 +238,27 @@ inline int choose_splits_fitting(const int (&clusters)[kMaxSplits + 1], int64_t 
   int s = choose_splits(tiles, num_kb, sm_count);
   while (s > 1 && clusters[s] < tiles) --s;
   return s;
+}
+
+// The persistent kernel's last round: tiles % SMs tiles would keep that many SMs busy for a
+// whole tile's K blocks while the rest idle. Where they are at most half the SMs, the split-K
+// kernel runs them instead, `splits` CTAs per tile in clusters that all fit at once, after the
+// whole rounds (kernel/gemm_persistent.cuh nvfp4_sm90_gemm_tail_kernel). Not for short K
+// (kTailMinBlocks: the split's reduction and the second launch's pipeline fill cost a few blocks).
+constexpr int32_t kTailMinBlocks = 16;
+struct TailChoice {
+  int64_t tiles = 0;
+  int splits = 1;
+};
+inline TailChoice choose_tail(const int (&clusters)[kMaxSplits + 1], int64_t tiles, int32_t num_kb, int sm_count) {
+  TailChoice t;
+  const int64_t tail = sm_count > 0 ? tiles % sm_count : 0;
+  if (tail == 0 || tiles < sm_count || 2 * tail > sm_count || num_kb < kTailMinBlocks) return t;
+  int s = choose_splits_fitting(clusters, tail, num_kb, sm_count);
+  if (s < 2) return t;
+  t.tiles = tail;
+  t.splits = s;
+  return t;
 }
 
 // The token tile of the pre-decoded paths. A token tile computes all its kTileX columns
@@ -338,6 +365,10 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.workspace_bytes = token_bytes;
   }
   if (g.path == GemmPath::kPersistent) {
+    const TailChoice tail = choose_tail(g.tile_x == kTileXWide ? dev.predecoded_wide_clusters : dev.predecoded_clusters,
+                                        g.tiles, g.num_kb, dev.sm_count);
+    g.tail_tiles = tail.tiles;
+    g.tail_splits = tail.splits;
     g.grid[0] = static_cast<uint32_t>(dev.sm_count);
     g.grid[1] = g.grid[2] = 1;
   } else {
