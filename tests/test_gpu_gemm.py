@@ -135,11 +135,12 @@ def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
 
 
 # The persistent kernel's partial last round as a split-K tail kernel (gemm_plan.hpp
-# choose_tail: at most half the SMs, >= 16 K blocks), on 132 SMs: (M, N, K, L, token tile).
+# choose_tail: at most half the SMs, more K blocks saved than its fixed cost), on 132 SMs:
+# (M, N, K, L, token tile).
 TAIL = [
-    (1100, 2100, 2048, 1, 128),  # 153 tiles = 132 + 21
-    (257, 4000, 2048, 3, 136),   # 192 tiles = 132 + 60, wide tiles, batches, N tail
-    (600, 2100, 2176, 2, 128),   # 170 tiles = 132 + 38 (tail tiles in both batches), 17 K blocks, K tail
+    (1100, 2100, 4096, 1, 128),  # 153 tiles = 132 + 21 (clusters of 6)
+    (136, 8900, 4096, 2, 136),   # 140 tiles = 132 + 8 (clusters of 8), wide tiles, batches, N tail
+    (600, 2100, 4160, 2, 128),   # 170 tiles = 132 + 38 (clusters of 3, tail tiles in both batches), K tail
 ]
 
 

@@ -19,6 +19,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <algorithm>
 #include <random>
 #include <vector>
 
@@ -223,8 +224,10 @@ static void test_known_shapes() {
         {8192, 8192, 8192, 4, 8},   // 4096 = 31 x 132 + 4
         {512, 7168, 7168, 0, 1},    // 224 = 132 + 92: over half
         {2048, 7168, 7168, 0, 1},   // 896 = 6 x 132 + 104
-        {1024, 7168, 1920, 0, 1},   // 15 K blocks < kTailMinBlocks (fused anyway: K < 2048)
-        {1024, 7168, 2048, 52, 2},  // 16 K blocks
+        {768, 4096, 4096, 0, 1},    // 192 = 132 + 60: clusters of 2 save 16 blocks, not more than the fixed cost
+        {1024, 7168, 4224, 0, 1},   // 33 K blocks: 16 saved, no tail
+        {1024, 7168, 4480, 52, 2},  // 35 K blocks: 17 saved
+        {640, 7168, 2048, 0, 1},    // 16 K blocks: 14 saved at clusters of 8
     };
     for (const TailWant& w : tails) {
       const GemmPlan g = plan_gemm(dense(w.M, w.N, w.K), dev, SIZE_MAX);
@@ -458,12 +461,17 @@ static void test_invariants(std::mt19937_64& rng) {
       // cluster j takes tile tiles - tail_tiles + j, split as cluster_splitk_work splits (covered above)
       CHECK(g.tail_tiles == 0 || (g.tail_tiles * 2 <= d.sm_count && (g.tiles - g.tail_tiles) % d.sm_count == 0 &&
                                   g.tail_splits >= 2 && g.tail_splits <= kMaxSplits &&
-                                  g.tail_tiles * g.tail_splits <= d.sm_count && g.num_kb >= kTailMinBlocks),
+                                  g.tail_tiles * g.tail_splits <= d.sm_count &&
+                                  g.num_kb - (g.num_kb + g.tail_splits - 1) / g.tail_splits > kTailFixedBlocks),
             "tail %lld x %d of %lld tiles", static_cast<long long>(g.tail_tiles), g.tail_splits,
             static_cast<long long>(g.tiles));
-      CHECK(g.tail_tiles > 0 || g.tiles % d.sm_count == 0 || 2 * (g.tiles % d.sm_count) > d.sm_count ||
-                g.num_kb < kTailMinBlocks || d.predecoded_clusters[2] < g.tiles % d.sm_count ||
-                d.predecoded_wide_clusters[2] < g.tiles % d.sm_count,
+      // no tail: none, over half the SMs, or even the widest split (smax) saves no more than the fixed cost
+      // or has no room for its clusters
+      const int64_t rest = g.tiles % d.sm_count;
+      const int64_t smax = rest > 0 ? std::min<int64_t>(std::min<int64_t>(kMaxSplits, d.sm_count / rest), g.num_kb) : 1;
+      CHECK(g.tail_tiles > 0 || rest == 0 || 2 * rest > d.sm_count || smax < 2 ||
+                g.num_kb - (g.num_kb + smax - 1) / smax <= kTailFixedBlocks ||
+                std::min(d.predecoded_clusters[smax], d.predecoded_wide_clusters[smax]) < rest,
             "a tail the plan should have taken: %lld tiles", static_cast<long long>(g.tiles));
       tail_seen += g.tail_tiles > 0;
       continue;

@@ -243,9 +243,12 @@ inline int choose_splits_fitting(const int (&clusters)[kMaxSplits + 1], int64_t 
 // The persistent kernel's last round: tiles % SMs tiles would keep that many SMs busy for a
 // whole tile's K blocks while the rest idle. Where they are at most half the SMs, the split-K
 // kernel runs them instead, `splits` CTAs per tile in clusters that all fit at once, after the
-// whole rounds (kernel/gemm_persistent.cuh nvfp4_sm90_gemm_tail_kernel). Not for short K
-// (kTailMinBlocks: the split's reduction and the second launch's pipeline fill cost a few blocks).
-constexpr int32_t kTailMinBlocks = 16;
+// whole rounds (kernel/gemm_persistent.cuh nvfp4_sm90_gemm_tail_kernel), where the K blocks it
+// saves per SM (num_kb - ceil(num_kb / splits)) exceed its fixed cost, kTailFixedBlocks (the
+// launch behind the whole rounds, pipeline fill, cluster reduction): H100, graph µs, a round
+// ~0.8 µs per K block: 640 x 7168^2 (16 tail tiles x 8, 49 blocks saved) 140-146 -> 121,
+// 1024 x 7168^2 (52 x 2, 28 saved) 186-189 -> 181, 768 x 4096^2 (60 x 2, 16 saved) 56.5 -> 56.6.
+constexpr int32_t kTailFixedBlocks = 16;
 struct TailChoice {
   int64_t tiles = 0;
   int splits = 1;
@@ -253,9 +256,9 @@ struct TailChoice {
 inline TailChoice choose_tail(const int (&clusters)[kMaxSplits + 1], int64_t tiles, int32_t num_kb, int sm_count) {
   TailChoice t;
   const int64_t tail = sm_count > 0 ? tiles % sm_count : 0;
-  if (tail == 0 || tiles < sm_count || 2 * tail > sm_count || num_kb < kTailMinBlocks) return t;
-  int s = choose_splits_fitting(clusters, tail, num_kb, sm_count);
-  if (s < 2) return t;
+  if (tail == 0 || tiles < sm_count || 2 * tail > sm_count) return t;
+  const int s = choose_splits_fitting(clusters, tail, num_kb, sm_count);
+  if (s < 2 || num_kb - (num_kb + s - 1) / s <= kTailFixedBlocks) return t;
   t.tiles = tail;
   t.splits = s;
   return t;
