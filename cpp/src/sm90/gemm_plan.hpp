@@ -204,8 +204,6 @@ struct GemmPlan {
   int tail_splits = 1;
 };
 
-
-
 // Why sm90a leaves a (non-empty) problem to the next backend; nullptr when it takes it.
 // Shape, layout and alignment only (no device numbers).
 inline const char* gemm_unsupported(const GemmProblem& p) {

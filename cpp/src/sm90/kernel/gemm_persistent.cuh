@@ -4,8 +4,9 @@
 // gridDim.x <= SMs CTAs walk the tiles t = blockIdx.x, blockIdx.x + gridDim.x, ... < `tiles`
 // (weight tile fastest, as the non-persistent grid). Tiles from `tiles` on (a partial last
 // round of at most half the SMs: gemm_plan.hpp choose_tail) run on nvfp4_sm90_gemm_tail_kernel
-// below, split over clusters, launched behind this kernel (H100, graph µs: 640 x 7168^2 140-146
-// -> 121, 1536 x 7168^2 277-284 -> 255, 1024 x 7168^2 186-189 -> 181; bench/NOTES.md session 15). The shared-memory ring continues across tiles
+// below, split over clusters, launched behind this kernel (H100, graph µs: 640 x 7168^2
+// 140-146 -> 121, 1536 x 7168^2 277-284 -> 255, 1024 x 7168^2 186-189 -> 181; bench/NOTES.md
+// session 15). The shared-memory ring continues across tiles
 // (MainloopRSPredecoded::run_producer / run_segment keep their ring positions), so warp 0
 // loads the next tile while the consumers store the previous one straight from registers
 // (EpilogueClusterReduce::store_fragment): no per-tile launch, prologue, first-load wait or
@@ -49,7 +50,9 @@ __global__ void __launch_bounds__(MainloopRSPredecodedT<kTileX>::kThreads, 1)
   using Epilogue = EpilogueClusterReduceT<kTileX>;
   extern __shared__ uint8_t smem_raw[];
   typename MainloopPre::SharedStorage& s = shared_storage<typename MainloopPre::SharedStorage>(smem_raw);
-  auto origin = [&](int64_t t, int64_t& w0, int64_t& x0, int32_t& l) { persistent_tile_origin<kTileX>(p, t, w0, x0, l); };
+  auto origin = [&](int64_t t, int64_t& w0, int64_t& x0, int32_t& l) {
+    persistent_tile_origin<kTileX>(p, t, w0, x0, l);
+  };
   if (threadIdx.x == 0) {
     // the tail kernel (tiles short of every tile) may take the SMs as these CTAs leave them
     if (tiles < static_cast<int64_t>(p.tiles_w) * p.tiles_x * p.L) ptx::pdl_launch_dependents();
