@@ -28,6 +28,7 @@
 #include "../ptx.cuh"
 #include "gemm_params.cuh"
 #include "predecoded_tile.cuh"
+#include "tile_scheduler.cuh"
 
 namespace nvfp4::sm90 {
 
@@ -100,23 +101,13 @@ template <int kTileX>
 __global__ void __launch_bounds__(MainloopRSPredecodedT<kTileX>::kThreads, 1)
     nvfp4_sm90_gemm_tail_kernel(const __grid_constant__ CUtensorMap tmap_w, const __grid_constant__ CUtensorMap tmap_xh,
                                 const __grid_constant__ CUtensorMap tmap_sfw, const GemmParams p, int64_t first_tile) {
-  using MainloopPre = MainloopRSPredecodedT<kTileX>;
-  extern __shared__ uint8_t smem_raw[];
-  typename MainloopPre::SharedStorage& s = shared_storage<typename MainloopPre::SharedStorage>(smem_raw);
   const int32_t split = static_cast<int32_t>(blockIdx.x) % p.splits;
   int64_t w0, x0;
   int32_t l;
   persistent_tile_origin<kTileX>(p, first_tile + static_cast<int64_t>(blockIdx.x) / p.splits, w0, x0, l);
-  const int32_t kb0 = static_cast<int32_t>((static_cast<int64_t>(p.num_kb) * split) / p.splits);
-  const int32_t kb1 = static_cast<int32_t>((static_cast<int64_t>(p.num_kb) * (split + 1)) / p.splits);
-  if (threadIdx.x == 0) {
-    MainloopPre::init_barriers(s, p);
-    ptx::tma_prefetch_desc(&tmap_w);
-    ptx::tma_prefetch_desc(&tmap_xh);
-  }
-  __syncthreads();
-  const typename MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
-  predecoded_tile<kTileX>(s, tm, p, PredecodedTileOrigin{w0, x0, x0, l, l, l, kb0, kb1 - kb0, p.splits, split});
+  const KSlice k = splitk_slice(p.num_kb, split, p.splits);
+  predecoded_tile_cta<kTileX>(tmap_w, tmap_xh, tmap_sfw, p,
+                              PredecodedTileOrigin{w0, x0, x0, l, l, l, k.begin, k.count, p.splits, split});
 }
 
 }  // namespace nvfp4::sm90

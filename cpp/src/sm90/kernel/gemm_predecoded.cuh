@@ -42,23 +42,12 @@ __global__ void __launch_bounds__(MainloopRSPredecodedT<kTileX>::kThreads, 1)
   static_assert(
       EpilogueClusterReduceT<kTileX>::kSmemBytes <= sizeof(typename MainloopPre::Stage) * MainloopPre::kStages,
       "the epilogue tile reuses the stage ring");
-  extern __shared__ uint8_t smem_raw[];
-  typename MainloopPre::SharedStorage& s = shared_storage<typename MainloopPre::SharedStorage>(smem_raw);
   const TileWork work = cluster_splitk_work(p.splits, p.num_kb);
   const int64_t w0 = static_cast<int64_t>(work.tile_w) * MainloopPre::kBlockW;
   const int64_t x0 = static_cast<int64_t>(work.tile_x) * MainloopPre::kBlockX;
-
-  if (threadIdx.x == 0) {
-    MainloopPre::init_barriers(s, p);
-    ptx::tma_prefetch_desc(&tmap_w);
-    ptx::tma_prefetch_desc(&tmap_xh);
-  }
-  __syncthreads();
-
-  const typename MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
-  predecoded_tile<kTileX>(s, tm, p,
-                  PredecodedTileOrigin{w0, x0, x0, work.batch, work.batch, work.batch, work.kb_begin, work.kb_count,
-                                       p.splits, work.split});
+  predecoded_tile_cta<kTileX>(tmap_w, tmap_xh, tmap_sfw, p,
+                              PredecodedTileOrigin{w0, x0, x0, work.batch, work.batch, work.batch, work.kb_begin,
+                                                   work.kb_count, p.splits, work.split});
 }
 
 }  // namespace nvfp4::sm90

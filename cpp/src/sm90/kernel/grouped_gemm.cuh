@@ -50,6 +50,7 @@
 #include "gemm_params.cuh"
 #include "grouped_walk.cuh"
 #include "predecoded_tile.cuh"
+#include "tile_scheduler.cuh"
 
 #include "token_predecode_rows.cuh"
 
@@ -194,11 +195,10 @@ __device__ __forceinline__ void grouped_split_tile(MainloopRSPredecoded::SharedS
   const int32_t split = static_cast<int32_t>(blockIdx.x) % S;
   const GroupedTile tile = grouped_tile(p, static_cast<int64_t>(blockIdx.x) / S);
   const GemmParams q = grouped_gemm_params(p, tile.g);
-  const int32_t kb0 = static_cast<int32_t>((static_cast<int64_t>(q.num_kb) * split) / S);
-  const int32_t kb1 = static_cast<int32_t>((static_cast<int64_t>(q.num_kb) * (split + 1)) / S);
+  const KSlice k = splitk_slice(q.num_kb, split, S);
   const MainloopRSPredecoded::TmaDescs tm{&p.w[tile.g], &p.xh, &p.sfw[tile.g]};
   predecoded_tile(s, tm, q,
-                  PredecodedTileOrigin{tile.w0, tile.x0, p.g[tile.g].x_row + tile.x0, 0, 0, 0, kb0, kb1 - kb0, S,
+                  PredecodedTileOrigin{tile.w0, tile.x0, p.g[tile.g].x_row + tile.x0, 0, 0, 0, k.begin, k.count, S,
                                        split});
 }
 

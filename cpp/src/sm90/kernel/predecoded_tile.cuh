@@ -3,8 +3,9 @@
 // batch `lw`, fp16 token tiles from batch `lx` starting at workspace row `x_row`), the
 // consumer warpgroups run the main loop over K blocks kb0 .. kb0 + nkb - 1, then the
 // epilogue reduces the `splits` tiles of the cluster and stores rows x0.. of output batch
-// `lc` (rows < p.M, columns < p.N). Shared by the pre-decoded GEMM kernel (gemm_predecoded.cuh)
-// and the grouped GEMM's split-K form (grouped_gemm.cuh), whose tiles differ only in these origins.
+// `lc` (rows < p.M, columns < p.N). Shared by the pre-decoded GEMM kernel (gemm_predecoded.cuh),
+// the persistent GEMM's tail kernel (gemm_persistent.cuh) and the grouped GEMM's split-K form
+// (grouped_gemm.cuh), whose tiles differ only in these origins.
 // kTileX = tokens per tile (mainloop_rs_predecoded.cuh: 128, or 136 for the dense GEMM's wide
 // instance); the default is the one every other kernel uses.
 //
@@ -13,6 +14,7 @@
 // (which a grid before may write), and the C stores come after that.
 #pragma once
 
+#include <cuda.h>
 #include <stdint.h>
 
 #include "../collective/epilogue_cluster_reduce.cuh"
@@ -60,6 +62,25 @@ __device__ __forceinline__ void predecoded_tile(typename MainloopRSPredecodedT<k
     Epilogue::stage_fragment(tile, threadIdx.x - 128, sum);
   }
   Epilogue::reduce_and_store(p, tile, o.splits, o.split, o.w0, o.x0, o.lc, alpha);
+}
+
+// A split-K kernel's whole CTA on one tile (the pre-decoded GEMM, the persistent GEMM's tail):
+// the ring's barriers and the descriptor prefetches, then predecoded_tile.
+template <int kTileX>
+__device__ __forceinline__ void predecoded_tile_cta(const CUtensorMap& tmap_w, const CUtensorMap& tmap_xh,
+                                                    const CUtensorMap& tmap_sfw, const GemmParams& p,
+                                                    const PredecodedTileOrigin& o) {
+  using MainloopPre = MainloopRSPredecodedT<kTileX>;
+  extern __shared__ uint8_t smem_raw[];
+  typename MainloopPre::SharedStorage& s = shared_storage<typename MainloopPre::SharedStorage>(smem_raw);
+  if (threadIdx.x == 0) {
+    MainloopPre::init_barriers(s, p);
+    ptx::tma_prefetch_desc(&tmap_w);
+    ptx::tma_prefetch_desc(&tmap_xh);
+  }
+  __syncthreads();
+  const typename MainloopPre::TmaDescs tm{&tmap_w, &tmap_xh, &tmap_sfw};
+  predecoded_tile<kTileX>(s, tm, p, o);
 }
 
 }  // namespace nvfp4::sm90

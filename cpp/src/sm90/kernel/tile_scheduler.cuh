@@ -21,16 +21,26 @@ struct TileWork {
   int32_t kb_count;  // number of K blocks (may be 0 when splits > K blocks)
 };
 
+// Slice `split` of `splits` over num_kb K blocks: [begin, begin + count), consecutive slices,
+// sizes differing by at most one block (count may be 0 when splits > num_kb).
+struct KSlice {
+  int32_t begin, count;
+};
+__device__ __forceinline__ KSlice splitk_slice(int32_t num_kb, int32_t split, int32_t splits) {
+  const int32_t b = static_cast<int32_t>((static_cast<int64_t>(num_kb) * split) / splits);
+  const int32_t e = static_cast<int32_t>((static_cast<int64_t>(num_kb) * (split + 1)) / splits);
+  return KSlice{b, e - b};
+}
+
 __device__ __forceinline__ TileWork cluster_splitk_work(int32_t splits, int32_t num_kb) {
   TileWork w;
   w.tile_w = static_cast<int32_t>(blockIdx.x) / splits;
   w.split = static_cast<int32_t>(blockIdx.x) % splits;  // == %cluster_ctarank for clusters along x
   w.tile_x = static_cast<int32_t>(blockIdx.y);
   w.batch = static_cast<int32_t>(blockIdx.z);
-  const int32_t b = static_cast<int32_t>((static_cast<int64_t>(num_kb) * w.split) / splits);
-  const int32_t e = static_cast<int32_t>((static_cast<int64_t>(num_kb) * (w.split + 1)) / splits);
-  w.kb_begin = b;
-  w.kb_count = e - b;
+  const KSlice k = splitk_slice(num_kb, w.split, splits);
+  w.kb_begin = k.begin;
+  w.kb_count = k.count;
   return w;
 }
 
