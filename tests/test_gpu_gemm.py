@@ -100,11 +100,8 @@ TOKEN_TILE = [
 ]
 
 
-@needs_sm90
-@pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
-@pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
-def test_gemm_token_tile_136(dev, M, N, K, L, tile, kernel, layout, out_dtype, rng):
+def _check_sm90a_gemm(dev, M, N, K, L, layout, out_dtype, rng):
+    """The sm90a GEMM against float64 (alpha a power of two, times 0.75 for bf16 / fp32 outputs)."""
     if out_dtype == "bfloat16" and dev.name != "torch":
         pytest.skip("bfloat16 device arrays need PyTorch")
     a, b, acc = _gemm_case(dev, M, N, K, L, layout, rng)
@@ -114,12 +111,9 @@ def test_gemm_token_tile_136(dev, M, N, K, L, tile, kernel, layout, out_dtype, r
     assert_matches(dev.get(out), alpha * acc, out_dtype)
 
 
-
-
-@needs_sm90
-@pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
-def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
-    """The plan's tile and kernel, seen in the kernel names (templates on the token tile)."""
+def _sm90a_gemm_kernels(dev, M, N, K, L, rng, kinds):
+    """{(kind, token tile)} of the nvfp4_sm90_gemm_<kind>_kernel<tile> one sm90a call launches
+    (kinds: a regex alternation), and the kernel names; on a 132-SM device only."""
     import re
 
     if dev.name != "torch":
@@ -130,7 +124,23 @@ def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
     names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, backend="sm90a"))
     # demangled "nvfp4_sm90_gemm_persistent_kernel<136>(...)" or mangled "...kernelILi136E..."
     found = {(m.group(1), int(m.group(2) or m.group(3))) for n in names
-             for m in [re.search(r"nvfp4_sm90_gemm_(predecoded|persistent)_kernel(?:<(\d+)>|ILi(\d+)E)", n)] if m}
+             for m in [re.search(rf"nvfp4_sm90_gemm_({kinds})_kernel(?:<(\d+)>|ILi(\d+)E)", n)] if m}
+    return found, names
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
+def test_gemm_token_tile_136(dev, M, N, K, L, tile, kernel, layout, out_dtype, rng):
+    _check_sm90a_gemm(dev, M, N, K, L, layout, out_dtype, rng)
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
+def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
+    """The plan's tile and kernel, seen in the kernel names (templates on the token tile)."""
+    found, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent")
     assert found == {(kernel, tile)}, names
 
 
@@ -149,29 +159,14 @@ TAIL = [
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("M,N,K,L,tile", TAIL)
 def test_gemm_persistent_tail(dev, M, N, K, L, tile, layout, out_dtype, rng):
-    if out_dtype == "bfloat16" and dev.name != "torch":
-        pytest.skip("bfloat16 device arrays need PyTorch")
-    a, b, acc = _gemm_case(dev, M, N, K, L, layout, rng)
-    alpha = pow2_alpha(acc) * (1.0 if out_dtype == "float16" else 0.75)
-    out = nvfp4.gemm(a.q, a.sf, b.q, b.sf, alpha=alpha, sf_layout=layout, out_dtype=out_dtype, backend="sm90a")
-    assert tuple(out.shape) == (L, M, N)
-    assert_matches(dev.get(out), alpha * acc, out_dtype)
+    _check_sm90a_gemm(dev, M, N, K, L, layout, out_dtype, rng)
 
 
 @needs_sm90
 @pytest.mark.parametrize("M,N,K,L,tile", TAIL)
 def test_gemm_persistent_tail_kernels(dev, M, N, K, L, tile, rng):
     """Both kernels of the call, at the plan's token tile, seen in the kernel names."""
-    import re
-
-    if dev.name != "torch":
-        pytest.skip("needs PyTorch (profiler)")
-    if dev.torch.cuda.get_device_properties(0).multi_processor_count != 132:
-        pytest.skip("the expected tiles are those of a 132-SM device (H100 SXM, H200)")
-    a, b = Operand(dev, M, K, L, "linear", rng), Operand(dev, N, K, L, "linear", rng)
-    names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, backend="sm90a"))
-    found = {(m.group(1), int(m.group(2) or m.group(3))) for n in names
-             for m in [re.search(r"nvfp4_sm90_gemm_(predecoded|persistent|tail)_kernel(?:<(\d+)>|ILi(\d+)E)", n)] if m}
+    found, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent|tail")
     assert found == {("persistent", tile), ("tail", tile)}, names
 
 
