@@ -136,6 +136,62 @@ def test_gemm_token_tile_136(dev, M, N, K, L, tile, kernel, layout, out_dtype, r
     _check_sm90a_gemm(dev, M, N, K, L, layout, out_dtype, rng)
 
 
+# Scales no TMA box reads (linear rows of K/16 bytes with K % 256 != 0; blocked with K % 128
+# != 0) are staged into the workspace first (cpp/src/sm90/kernel/scale_stage.cuh): the fused
+# kernel (K < 2048) stages both operands' scales, the pre-decoded paths the weights' only.
+# (M, N, K, L, path's kernel)
+STAGED = [
+    (128, 7168, 1440, 1, "kernel"),       # fused, 90-byte rows (2-byte aligned: byte loads before)
+    (70, 520, 1056, 2, "kernel"),         # fused, 66-byte rows, batches, N tail
+    (100, 4000, 7200, 1, "predecoded"),   # 450-byte rows, split over clusters
+    (300, 1000, 2080, 3, "predecoded"),   # 130-byte rows, batches
+    (2048, 2048, 2336, 1, "persistent"),  # 146-byte rows, 256 tiles: persistent
+]
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_dtype", ["float16", "float32"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L,kernel", STAGED)
+def test_gemm_staged_scales(dev, M, N, K, L, kernel, layout, out_dtype, rng):
+    _check_sm90a_gemm(dev, M, N, K, L, layout, out_dtype, rng)
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,L,kernel", STAGED)
+def test_gemm_staged_scales_kernels(dev, M, N, K, L, kernel, rng):
+    """The staging kernel runs in front of the planned GEMM kernel."""
+    _, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent")
+    assert any("nvfp4_sm90_scale_stage_kernel" in n for n in names), names
+    assert any(f"nvfp4_sm90_gemm_{kernel}" in n for n in names), names
+
+
+@needs_sm90
+def test_gemm_staged_scales_graph(dev, rng):
+    """Graph replay restages: new scales written into the captured inputs give the new product
+    (the staged copy is not a cache)."""
+    if dev.name != "torch":
+        pytest.skip("graph capture through PyTorch")
+    torch = dev.torch
+    M, N, K = 100, 4000, 7200
+    a, b = Operand(dev, M, K, 1, "linear", rng), Operand(dev, N, K, 1, "linear", rng)
+    b2 = Operand(dev, N, K, 1, "linear", rng)
+    out = torch.empty((M, N), device="cuda", dtype=torch.float32)
+    run = lambda: nvfp4.gemm(a.q[0], a.sf[0], b.q[0], b.sf[0], out=out, out_dtype="float32", backend="sm90a")
+    run()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with graph_capture(torch, g):
+        run()
+    for ob in (b, b2):
+        b.q.copy_(ob.q)
+        b.sf.copy_(ob.sf)
+        g.replay()
+        torch.cuda.synchronize()
+        want = ref_gemm(dev, a, ob)[0]
+        assert_matches(dev.get(out), want, "float32")
+
+
 @needs_sm90
 @pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
 def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):

@@ -197,8 +197,13 @@ static void test_known_shapes() {
           static_cast<long long>(w.N), static_cast<long long>(w.K), static_cast<long long>(w.L), w.workspace,
           path_name(g.path), g.splits, g.short_chain, path_name(w.path), w.splits, w.short_chain);
     const bool pre = w.path == GemmPath::kPredecoded || w.path == GemmPath::kPersistent;
-    CHECK(g.workspace_bytes == (pre ? token_workspace_bytes(w.M, w.K, w.L) : 0), "workspace %zu",
-          g.workspace_bytes);
+    // linear scale rows of K / 16 bytes: staged where not 16-byte multiples, given the workspace
+    const bool stage = w.workspace && w.K % 256 != 0;
+    CHECK(g.stage_w == stage && g.stage_x == (stage && !pre), "staging w %d x %d", g.stage_w, g.stage_x);
+    const size_t token = pre ? token_workspace_bytes(w.M, w.K, w.L) : 0;
+    CHECK(g.workspace_bytes == token + (g.stage_w ? staged_sf_bytes(w.N, w.K, w.L) : 0) +
+                                   (g.stage_x ? staged_sf_bytes(w.M, w.K, w.L) : 0),
+          "workspace %zu", g.workspace_bytes);
     CHECK(g.stages == (pre ? kPredecodedStages : kFusedStages), "stages %d", g.stages);
     CHECK(g.tile_x == 128, "%lld tokens: tile %d", static_cast<long long>(w.M), g.tile_x);  // (none of 128k+1..136k)
     CHECK(g.x_box_rows == (w.M < 128 ? (w.M + 7) / 8 * 8 : 128), "box rows %d", g.x_box_rows);  // both paths
@@ -281,7 +286,9 @@ static void test_known_shapes() {
     CHECK(plan_gemm(p, dev, need - 1).path == GemmPath::kFused, "short workspace");
     const GemmProblem big = dense(32768, 4096, 16384 + 128);  // 32768 x 16512 x 2 > 1 GiB
     const GemmPlan g = plan_gemm(big, dev, SIZE_MAX);
-    CHECK(g.path == GemmPath::kFused && g.workspace_bytes == 0, "over 1 GiB: %s", path_name(g.path));
+    CHECK(g.path == GemmPath::kFused && g.workspace_bytes == staged_sf_bytes(32768, 16512, 1) +
+                                                                staged_sf_bytes(4096, 16512, 1),
+          "over 1 GiB: %s (scales staged: K %% 256 != 0)", path_name(g.path));
     const GemmProblem cap = dense(32640, 4096, 16384);  // 32640 rows (both tile multiples): 1020 MiB
     CHECK(plan_gemm(cap, dev, SIZE_MAX).path == GemmPath::kPersistent, "under 1 GiB");
     const GemmProblem over = dense(32768, 4096, 16384);  // rows padded to 32776 (a 136 multiple): over 1 GiB
@@ -312,31 +319,75 @@ static void test_scale_modes() {
   // blocked, K % 128 == 0, 16-byte aligned: bulk copies
   GemmPlan g = plan_gemm(dense(256, 512, 1024, 2, NVFP4_SF_BLOCKED), dev, SIZE_MAX);
   CHECK(g.sf_mode == kScaleBulk, "blocked bulk: %d", g.sf_mode);
+  // Without the staging workspace (0 bytes: these fused problems need no token workspace):
   // blocked, K % 128 != 0: cp.async (4-byte aligned)
-  g = plan_gemm(dense(256, 512, 1056, 2, NVFP4_SF_BLOCKED), dev, SIZE_MAX);
-  CHECK(g.sf_mode == kScaleCpAsync && g.sf_mode_without_tma == kScaleCpAsync, "blocked K tail: %d", g.sf_mode);
+  g = plan_gemm(dense(256, 512, 1056, 2, NVFP4_SF_BLOCKED), dev, 0);
+  CHECK(g.sf_mode == kScaleCpAsync && g.sf_mode_without_tma == kScaleCpAsync && !g.stage_w && !g.stage_x,
+        "blocked K tail: %d", g.sf_mode);
   // blocked, batch stride not a multiple of 16 (but of 4): cp.async
   {
     GemmProblem p = dense(256, 512, 1024, 2, NVFP4_SF_BLOCKED);
     p.sfb.batch_stride += 4;
-    CHECK(plan_gemm(p, dev, SIZE_MAX).sf_mode == kScaleCpAsync, "blocked odd batch");
+    CHECK(plan_gemm(p, dev, 0).sf_mode == kScaleCpAsync, "blocked odd batch");
     p.sfa.data = addr((3u << 28) + 2);
-    CHECK(plan_gemm(p, dev, SIZE_MAX).sf_mode == kScaleSync, "blocked 2-byte aligned");
+    CHECK(plan_gemm(p, dev, 0).sf_mode == kScaleSync, "blocked 2-byte aligned");
   }
   // linear, rows of 16-byte multiples (K % 256 == 0): TMA boxes, cp.async if they cannot be encoded
   g = plan_gemm(dense(256, 512, 1024), dev, SIZE_MAX);
-  CHECK(g.sf_mode == kScaleTma && g.sf_mode_without_tma == kScaleCpAsync, "linear TMA: %d / %d", g.sf_mode,
-        g.sf_mode_without_tma);
+  CHECK(g.sf_mode == kScaleTma && g.sf_mode_without_tma == kScaleCpAsync && !g.stage_w && !g.stage_x &&
+            g.workspace_bytes == 0,
+        "linear TMA: %d / %d", g.sf_mode, g.sf_mode_without_tma);
   // linear, rows of 4-byte multiples: cp.async; odd rows: plain loads
-  g = plan_gemm(dense(256, 512, 1088), dev, SIZE_MAX);  // 68-byte rows
+  g = plan_gemm(dense(256, 512, 1088), dev, 0);  // 68-byte rows
   CHECK(g.sf_mode == kScaleCpAsync, "linear 4-byte rows: %d", g.sf_mode);
   {
     GemmProblem p = dense(256, 512, 1024);
     p.sfa.row_stride = 66;
-    CHECK(plan_gemm(p, dev, SIZE_MAX).sf_mode == kScaleSync, "linear 2-byte rows");
+    CHECK(plan_gemm(p, dev, 0).sf_mode == kScaleSync, "linear 2-byte rows");
     p = dense(256, 512, 1024, 3);
     p.sfb.batch_stride = 512 * 64 + 4;
-    CHECK(plan_gemm(p, dev, SIZE_MAX).sf_mode == kScaleCpAsync, "linear batch stride not a multiple of 16");
+    CHECK(plan_gemm(p, dev, 0).sf_mode == kScaleCpAsync, "linear batch stride not a multiple of 16");
+  }
+  // With it (the workspace query asks for it): scales no TMA box reads are staged
+  // (kernel/scale_stage.cuh) and read with kScaleTma. Fused: each operand that is not
+  // TMA-readable, the staged copies after each other, 256-byte aligned.
+  {
+    g = plan_gemm(dense(256, 512, 1056, 2, NVFP4_SF_BLOCKED), dev, SIZE_MAX);
+    CHECK(g.path == GemmPath::kFused && g.stage_w && g.stage_x && g.sf_mode == kScaleTma &&
+              g.sf_mode_without_tma == kScaleCpAsync && g.stage_w_offset == 0 &&
+              g.stage_x_offset == staged_sf_bytes(512, 1056, 2) &&
+              g.workspace_bytes == staged_sf_bytes(512, 1056, 2) + staged_sf_bytes(256, 1056, 2),
+          "blocked K tail staged: %d %d %zu %zu", g.stage_w, g.stage_x, g.stage_x_offset, g.workspace_bytes);
+    CHECK(staged_sf_cols(1056) == 80 && staged_sf_bytes(512, 1056, 2) == 81920 && staged_sf_bytes(3, 96, 1) == 256,
+          "staged sizes %lld %zu", static_cast<long long>(staged_sf_cols(1056)), staged_sf_bytes(512, 1056, 2));
+    // exactly the bytes, or one short: staged / not
+    CHECK(plan_gemm(dense(256, 512, 1056, 2, NVFP4_SF_BLOCKED), dev, g.workspace_bytes).stage_x, "exact workspace");
+    const GemmPlan s = plan_gemm(dense(256, 512, 1056, 2, NVFP4_SF_BLOCKED), dev, g.workspace_bytes - 1);
+    CHECK(!s.stage_w && !s.stage_x && s.sf_mode == kScaleCpAsync && s.workspace_bytes == 0, "short workspace");
+    // only the token operand unreadable: only it is staged, at offset 0
+    GemmProblem p = dense(256, 512, 1024);
+    p.sfa.row_stride = 66;
+    g = plan_gemm(p, dev, SIZE_MAX);
+    CHECK(!g.stage_w && g.stage_x && g.stage_x_offset == 0 && g.sf_mode == kScaleTma &&
+              g.workspace_bytes == staged_sf_bytes(256, 1024, 1),
+          "token scales staged: %d %d", g.stage_w, g.stage_x);
+    // pre-decoded: only the weights' scales reach the GEMM; staged after the token workspace
+    g = plan_gemm(dense(512, 4096, 7200), dev, SIZE_MAX);  // 450-byte rows
+    const size_t token = token_workspace_bytes(512, 7200, 1);
+    CHECK(g.path == GemmPath::kPredecoded && g.stage_w && !g.stage_x && g.stage_w_offset == token &&
+              g.workspace_bytes == token + staged_sf_bytes(4096, 7200, 1) && g.sf_mode == kScaleTma,
+          "pre-decoded 7200: %s %d %d %zu", path_name(g.path), g.stage_w, g.stage_x, g.workspace_bytes);
+    // ... and with the token workspace only: pre-decoded, weights' scales by plain loads
+    g = plan_gemm(dense(512, 4096, 7200), dev, token);
+    CHECK(g.path == GemmPath::kPredecoded && !g.stage_w && g.sf_mode == kScaleSync && g.workspace_bytes == token,
+          "pre-decoded 7200, token workspace only: %d", g.sf_mode);
+    // the tokens' scales do not matter there: misaligned ones leave the weights' TMA boxes
+    p = dense(512, 4096, 7168);
+    p.sfa.row_stride = 450;
+    g = plan_gemm(p, dev, SIZE_MAX);
+    CHECK(g.path == GemmPath::kPredecoded && !g.stage_w && !g.stage_x && g.sf_mode == kScaleTma &&
+              g.workspace_bytes == token_workspace_bytes(512, 7168, 1),
+          "pre-decoded, odd token scales: %d", g.sf_mode);
   }
   // output: contiguous, 4-element aligned rows and batches
   CHECK(plan_gemm(dense(256, 512, 1024), dev, SIZE_MAX).c_vec4 == 1, "vec4");
@@ -412,12 +463,26 @@ static void test_invariants(std::mt19937_64& rng) {
     const int fused_splits = choose_splits_fitting(d.fused_clusters, tiles128, num_kb, d.sm_count);
     const bool fused_short = (num_kb + fused_splits - 1) / fused_splits <= kShortChainBlocks;
     const size_t token = token_workspace_bytes(M, K, L);
+    // scale staging: scales no TMA box reads (blocked with K % 128 != 0, linear with K % 256
+    // != 0; these operands are aligned) are staged given the workspace, the tokens' only
+    // where the fused kernel reads them, after the token workspace
+    const bool readable = p.sfb.layout == NVFP4_SF_BLOCKED ? K % 128 == 0 : K % 256 == 0;
+    const bool staged = ws == SIZE_MAX && !readable;
+    CHECK(g.stage_w == staged && g.stage_x == (staged && !pre),
+          "staging %d %d (K %lld, %s)", g.stage_w, g.stage_x, static_cast<long long>(K), path_name(g.path));
+    CHECK(g.sf_mode == (readable ? (p.sfb.layout == NVFP4_SF_BLOCKED ? kScaleBulk : kScaleTma)
+                                 : staged ? kScaleTma
+                                 : p.sfb.layout == NVFP4_SF_BLOCKED || K % 64 == 0 ? kScaleCpAsync : kScaleSync),
+          "scale mode %d", g.sf_mode);
+    const size_t wb = g.stage_w ? staged_sf_bytes(N, K, L) : 0, xb = g.stage_x ? staged_sf_bytes(M, K, L) : 0;
+    CHECK(!g.stage_w || g.stage_w_offset == (pre ? token : 0), "staged w offset %zu", g.stage_w_offset);
+    CHECK(!g.stage_x || g.stage_x_offset == wb, "staged x offset %zu", g.stage_x_offset);
     if (pre) {
       ++pre_seen;
       persistent_seen += g.path == GemmPath::kPersistent;
       CHECK(ws == SIZE_MAX && K >= kPredecodeMinK && !fused_short && token <= kTokenWorkspaceMaxBytes,
             "pre-decoded where the fused kernel or no workspace was due");
-      CHECK(g.workspace_bytes == token && token % 256 == 0 &&
+      CHECK(g.workspace_bytes == token + wb && token % 256 == 0 &&
                 token >= static_cast<size_t>(L * M * ((K + 127) / 128 * 128) * 2),
             "workspace %zu", g.workspace_bytes);
       CHECK(g.x_box_rows == (M < g.tile_x ? (M + 7) / 8 * 8 : g.tile_x) && g.x_box_rows % 8 == 0, "box rows %d",
@@ -446,7 +511,7 @@ static void test_invariants(std::mt19937_64& rng) {
       CHECK(g.short_chain == ((num_kb + g.splits - 1) / g.splits <= kShortChainBlocks), "short-chain rule");
       CHECK(!(ws == SIZE_MAX && K >= kPredecodeMinK && !fused_short && token <= kTokenWorkspaceMaxBytes),
             "fused where the pre-decoded path was due");
-      CHECK(g.workspace_bytes == 0 && g.x_box_rows == token_box_rows(M), "fused workspace, token box");
+      CHECK(g.workspace_bytes == wb + xb && g.x_box_rows == token_box_rows(M), "fused workspace, token box");
     }
     // the workspace query (SIZE_MAX) and a run given exactly that workspace agree
     if (ws == SIZE_MAX) {
@@ -699,7 +764,8 @@ static void test_token_tile() {
         CHECK(g.grid[0] == static_cast<uint32_t>((w.N + 127) / 128 * w.splits) && g.grid[1] == w.tiles_x &&
                   g.grid[2] == w.L,
               "grid %u %u %u", g.grid[0], g.grid[1], g.grid[2]);
-      CHECK(g.workspace_bytes == token_workspace_bytes(w.M, w.K, w.L), "workspace %zu", g.workspace_bytes);
+      CHECK(g.workspace_bytes == token_workspace_bytes(w.M, w.K, w.L) + (g.stage_w ? staged_sf_bytes(w.N, w.K, w.L) : 0),
+            "workspace %zu", g.workspace_bytes);
     }
   }
   // the wide instance's own cluster capacity decides its split: M = 129 with 2-CTA clusters

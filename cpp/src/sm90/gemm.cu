@@ -17,6 +17,8 @@
 //     round). Both in two token-tile widths: 128, and 136 where that
 //     needs fewer tiles for less work (gemm_plan.hpp choose_token_tile: e.g. M = 129..136
 //     in one tile instead of two).
+// Scales that no TMA box can read (K % 256 != 0 in the linear layout, K % 128 != 0 blocked)
+// are first staged into the workspace (kernel/scale_stage.cuh, scale_stage.cu).
 // This file encodes the tensor maps (tma.hpp), fills the kernel parameters, and launches
 // (launch.hpp): the token pass and the pre-decoded GEMM as programmatic dependents (PDL),
 // the fused GEMM too. The kernels of this translation unit stay together: ptxas's schedule
@@ -155,7 +157,8 @@ const char* gemm_refusal(const GemmProblem& p, const Exec& exec, CUtensorMap* w,
 }
 
 // The workspace of an accepted problem: the token workspace where the plan, given enough
-// workspace, takes a pre-decoded path; 0 where it runs the fused kernel or the GEMV route.
+// workspace, takes a pre-decoded path, plus the staged scales where it stages them; 0 where
+// it runs the fused kernel on directly readable scales or the GEMV route.
 size_t accepted_gemm_workspace(const GemmProblem& p, const Exec& exec) {
   if (p.M <= kGemvMaxTokens || decode_route(p) || p.N <= 0 || p.L <= 0) return 0;
   GemmDeviceNumbers dev;
@@ -204,14 +207,32 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   nvfp4_status_t st = device_numbers(exec, &dev);
   if (st != NVFP4_SUCCESS) return st;
   const GemmPlan plan = plan_gemm(p, dev, usable_workspace(exec));
-  GemmParams kp = gemm_params(p, plan);
+  // q: p with the GEMM's scales, staged into the workspace where the plan says so (the
+  // token pass reads p's)
+  GemmProblem q = p;
+  if (plan.stage_w || plan.stage_x) {
+    uint8_t* ws = static_cast<uint8_t*>(exec.workspace);
+    StageRequest req[2];
+    int n = 0;
+    if (plan.stage_w) {
+      req[n++] = StageRequest{p.sfb, p.N, ws + plan.stage_w_offset};
+      q.sfb = staged_scales(ws + plan.stage_w_offset, p.N, p.K);
+    }
+    if (plan.stage_x) {
+      req[n++] = StageRequest{p.sfa, p.M, ws + plan.stage_x_offset};
+      q.sfa = staged_scales(ws + plan.stage_x_offset, p.M, p.K);
+    }
+    st = launch_scale_stage(req, n, p.K, p.L, exec);
+    if (st != NVFP4_SUCCESS) return st;
+  }
+  GemmParams kp = gemm_params(q, plan);
   // kScaleTma maps: the weights' for every tiled path, the tokens' for the fused kernel only
   // (the pre-decoded paths read pre-decoded tokens; their pass reads the token scales itself)
   const bool fused = plan.path == GemmPath::kFused;
   CUtensorMap tmap_sfw = tmap_w, tmap_sfx = tmap_x;  // placeholders unless kScaleTma
   if (plan.sf_mode == kScaleTma &&
-      !(encode_linear_sf_map(&tmap_sfw, p.sfb, p.N, p.K, p.L) &&
-        (!fused || encode_linear_sf_map(&tmap_sfx, p.sfa, p.M, p.K, p.L, static_cast<uint32_t>(plan.x_box_rows)))))
+      !(encode_linear_sf_map(&tmap_sfw, q.sfb, p.N, p.K, p.L) &&
+        (!fused || encode_linear_sf_map(&tmap_sfx, q.sfa, p.M, p.K, p.L, static_cast<uint32_t>(plan.x_box_rows)))))
     kp.sf_mode = plan.sf_mode_without_tma;
 
   LaunchShape shape;
@@ -305,8 +326,8 @@ nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec, size_t* wo
   return NVFP4_SUCCESS;
 }
 
-// Scratch of the pre-decoded paths (the fp16 token workspace), exactly where gemm() would
-// take one given it; 0 where another backend or the fused kernel runs the problem. Nothing
+// Scratch of the pre-decoded paths (the fp16 token workspace) and of staged scales, exactly
+// where gemm() would take them given it; 0 where another backend or the fused kernel runs the problem. Nothing
 // in it needs to be zeroed.
 size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
   if (gemm_refusal(p, exec, nullptr, nullptr) != nullptr) return 0;  // the next backend runs it: no scratch

@@ -122,6 +122,20 @@ inline int32_t out_vec4(const OutOperand& c, int64_t L) {
 }
 
 // ---------------------------------------------------------------------------
+// Staged scales (kernel/scale_stage.cuh): scales that no TMA box can read (linear rows
+// not 16-byte aligned, i.e. K % 256 != 0; blocked with K % 128 != 0; misaligned bases)
+// copied into the workspace as [L][rows][staged_sf_cols(K)] bytes, 256-byte aligned.
+// ---------------------------------------------------------------------------
+inline int64_t staged_sf_cols(int64_t K) { return (K / 16 + 15) / 16 * 16; }
+inline size_t staged_sf_bytes(int64_t rows, int64_t K, int64_t L) {
+  return static_cast<size_t>((L * rows * staged_sf_cols(K) + 255) / 256 * 256);
+}
+// A scale operand's kScaleTma / kScaleBulk-readiness, for the staging decision.
+inline bool scales_direct(const ScaleOperand& s, int64_t K, int64_t L) {
+  return scales_tma(s, L) || scales_bulk(s, K, L);
+}
+
+// ---------------------------------------------------------------------------
 // The fp16 token workspace of the pre-decoded paths: [L][token_ws_rows(rows)][Kp], Kp = K rounded up to 128
 // ---------------------------------------------------------------------------
 inline int32_t k_blocks(int64_t K) { return static_cast<int32_t>((K + kBlockK - 1) / kBlockK); }
@@ -202,6 +216,10 @@ struct GemmPlan {
   // whole rounds as a split-K tail kernel, tail_splits CTAs per tile (choose_tail; 0: none).
   int64_t tail_tiles = 0;
   int tail_splits = 1;
+  // Scale staging (kernel/scale_stage.cuh): the weights' / tokens' scales copied into the
+  // workspace at these byte offsets as linear rows of staged_sf_cols(K) bytes, read with kScaleTma.
+  bool stage_w = false, stage_x = false;
+  size_t stage_w_offset = 0, stage_x_offset = 0;
 };
 
 // Why sm90a leaves a (non-empty) problem to the next backend; nullptr when it takes it.
@@ -364,6 +382,28 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.stages = kPredecodedStages;
     g.x_box_rows = token_box_rows(p.M, t.tile_x);
     g.workspace_bytes = token_bytes;
+  }
+  if (g.path != GemmPath::kFused) {
+    // only the weights' scales reach the pre-decoded GEMMs (the pass reads the tokens')
+    g.sf_mode_without_tma = scales_async(p.sfb, p.L) ? kScaleCpAsync : kScaleSync;
+    g.sf_mode = scales_bulk(p.sfb, p.K, p.L) ? kScaleBulk : scales_tma(p.sfb, p.L) ? kScaleTma : g.sf_mode_without_tma;
+  }
+  // Scale staging where the GEMM would otherwise load scales without TMA and the workspace
+  // has room (the workspace query asks for it): one small copy instead of a 2.5-5x slower
+  // GEMM (kernel/scale_stage.cuh). The fused kernel loads both operands' scales in one mode.
+  if (g.sf_mode != kScaleBulk && g.sf_mode != kScaleTma) {
+    const bool fused = g.path == GemmPath::kFused;
+    const size_t wb = !scales_tma(p.sfb, p.L) ? staged_sf_bytes(p.N, p.K, p.L) : 0;
+    const size_t xb = fused && !scales_tma(p.sfa, p.L) ? staged_sf_bytes(p.M, p.K, p.L) : 0;
+    if (workspace >= g.workspace_bytes + wb + xb) {
+      g.stage_w = wb > 0;
+      g.stage_x = xb > 0;
+      g.stage_w_offset = g.workspace_bytes;
+      g.stage_x_offset = g.workspace_bytes + wb;
+      g.workspace_bytes += wb + xb;
+      g.sf_mode = kScaleTma;
+      g.sf_mode_without_tma = kScaleCpAsync;  // staged rows are 16-byte aligned
+    }
   }
   if (g.path == GemmPath::kPersistent) {
     const TailChoice tail = choose_tail(g.tile_x == kTileXWide ? dev.predecoded_wide_clusters : dev.predecoded_clusters,

@@ -75,6 +75,17 @@ __device__ __forceinline__ void ldg_u16_pred(uint32_t& v, const void* p, bool pr
                : "l"(p), "r"(static_cast<int>(pred)));
 }
 
+// The first n (0..4) bytes at p, any alignment, as one little-endian word (zero above n):
+// four independent byte loads, so that a warp's loads of a stage's scales are in flight
+// together instead of one round trip per byte (the kScaleSync scale path).
+__device__ __forceinline__ uint32_t ldg_bytes4(const uint8_t* p, int64_t n) {
+  uint32_t v = 0;
+#pragma unroll
+  for (int b = 0; b < 4; ++b)
+    if (b < n) v |= static_cast<uint32_t>(__ldg(p + b)) << (8 * b);
+  return v;
+}
+
 // ---- mbarrier ----------------------------------------------------------------
 __device__ __forceinline__ void mbar_init(uint64_t* bar, uint32_t count) {
   asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_u32(bar)), "r"(count));

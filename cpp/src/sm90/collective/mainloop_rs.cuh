@@ -124,7 +124,8 @@ struct MainloopRS {
                                                           int64_t row0, int32_t l, int32_t kb, int lane) {
     const int64_t kcols = p.K / 16;
     const uint8_t* base = src.data + static_cast<int64_t>(l) * src.batch_stride;
-    // not unrolled: this runs in the transform warpgroups' small register budget
+    // not unrolled: this runs in the transform warpgroups' small register budget (unrolling
+    // the 4-byte groups spills in the promoted fused and grouped instances)
 #pragma unroll 1
     for (int j = 0; j < 4; ++j) {
       const int r = lane + 32 * j;
@@ -142,10 +143,7 @@ struct MainloopRS {
         if (p.sf_mode == kScaleCpAsync) {
           ptx::cp_async_4_zfill(sp, gp, static_cast<uint32_t>(nvalid));
         } else {
-          uint32_t v = 0;
-#pragma unroll 1
-          for (int b = 0; b < nvalid; ++b) v |= static_cast<uint32_t>(__ldg(gp + b)) << (8 * b);
-          ptx::sts32(ptx::smem_u32(sp), v);
+          ptx::sts32(ptx::smem_u32(sp), ptx::ldg_bytes4(gp, nvalid));
         }
       }
     }

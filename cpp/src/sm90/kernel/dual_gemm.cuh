@@ -101,10 +101,7 @@ __device__ __forceinline__ void dual_load_scales_rows(uint8_t* dst, const DualPa
       if (g.sf_mode == kScaleCpAsync) {
         ptx::cp_async_4_zfill(sp, gp, static_cast<uint32_t>(nvalid));
       } else {
-        uint32_t v = 0;
-#pragma unroll 1
-        for (int b = 0; b < nvalid; ++b) v |= static_cast<uint32_t>(__ldg(gp + b)) << (8 * b);
-        ptx::sts32(ptx::smem_u32(sp), v);
+        ptx::sts32(ptx::smem_u32(sp), ptx::ldg_bytes4(gp, nvalid));
       }
     }
   }

@@ -1,0 +1,59 @@
+// Scale staging: copies block-scale operands whose rows no TMA box can read (linear rows
+// not 16-byte aligned, i.e. K % 256 != 0; blocked scales with K % 128 != 0; misaligned
+// bases) into the workspace as linear rows of staged_sf_cols(K) bytes (a multiple of 16),
+// so that the GEMM loads them with kScaleTma like aligned ones. Why: the GEMM's fallbacks
+// for such scales (4-byte cp.async, or byte loads by the producer warp) made the kernel
+// 2.5-5x slower (H100, 128x7168x1440: 72.4 µs with 90-byte rows, 14.3 µs with the same
+// scales in 96-byte rows; 512x4096x7200: 348.6 vs 53.8 µs; bench/NOTES.md "scale staging").
+// gemm_plan.hpp decides (plan_gemm: stage_w / stage_x), gemm.cu launches it.
+#pragma once
+
+#include <cstdint>
+
+#include "../../common/formats.h"
+#include "../ptx.cuh"
+
+namespace nvfp4::sm90 {
+
+struct ScaleStageOperand {
+  const uint8_t* src;
+  int64_t row_stride, batch_stride;  // bytes (row_stride: linear only)
+  int32_t blocked;                   // NVFP4_SF_BLOCKED source
+  int64_t rows;
+  uint32_t* dst;                     // [L][rows][words_per_row] words
+  int64_t blocks;                    // CTAs of this operand along x
+};
+
+struct ScaleStageParams {
+  ScaleStageOperand op[2];
+  int32_t count;           // operands (1 or 2)
+  int64_t K;
+  int64_t words_per_row;   // staged_sf_cols(K) / 4
+};
+
+constexpr int kScaleStageThreads = 256;
+
+// Grid (op[0].blocks + op[1].blocks, 1, L), one thread per staged 4-byte word (4 scale
+// columns of one row; columns past K / 16 are zero). A programmatic dependent: it reads
+// its sources and overwrites the workspace only after the grid in front of it completed
+// (that grid may write the sources, or still read an earlier call's staged scales).
+__global__ void __launch_bounds__(kScaleStageThreads) nvfp4_sm90_scale_stage_kernel(const ScaleStageParams p) {
+  ptx::pdl_wait_primary();
+  ptx::pdl_launch_dependents();  // the token pass / GEMM after it wait for this grid's end
+  const bool second = p.count > 1 && blockIdx.x >= p.op[0].blocks;
+  const ScaleStageOperand& op = second ? p.op[1] : p.op[0];
+  const int64_t block = second ? blockIdx.x - p.op[0].blocks : blockIdx.x;
+  const int64_t w = block * kScaleStageThreads + threadIdx.x;
+  if (w >= op.rows * p.words_per_row) return;
+  const int64_t row = w / p.words_per_row;
+  const int64_t c0 = (w - row * p.words_per_row) * 4;
+  const int64_t l = blockIdx.z;
+  const uint8_t* base = op.src + l * op.batch_stride;
+  // the 4 columns c0..c0+3 of one row are contiguous in both layouts (blocked: one 4-column group)
+  const uint8_t* gp = base + (op.blocked ? blocked_sf_offset(row, c0, p.K) : row * op.row_stride + c0);
+  int64_t n = p.K / 16 - c0;
+  n = n < 0 ? 0 : (n > 4 ? 4 : n);
+  op.dst[(l * op.rows + row) * p.words_per_row + (w - row * p.words_per_row)] = ptx::ldg_bytes4(gp, n);
+}
+
+}  // namespace nvfp4::sm90
