@@ -265,3 +265,25 @@ def test_benchmark_shapes_run_fused(dev, M, N, K, layout, rng):
     assert any("x_predecode" in n for n in names), names
     assert not any("dual_combine" in n or "nvfp4_sm90_gemm" in n for n in names), names
     assert nvfp4.last_backend() == "sm90a"
+
+
+# Weight scales no TMA box reads (linear K % 256 != 0, blocked K % 128 != 0) are staged into the
+# workspace after the tokens (cpp/src/sm90/kernel/scale_stage.cuh): (M, N, K, L).
+STAGED = [(129, 520, 1056, 2), (256, 1000, 2080, 1), (200, 4096, 7200, 1), (7, 200, 96, 3)]
+
+
+@needs_sm90
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L", STAGED)
+def test_staged_scales(dev, M, N, K, L, layout, rng):
+    """Against float64; the staging kernel runs in front of the pass (the workspace arithmetic:
+    tests/sm90_host/dual_plan_test.cpp)."""
+    activation = "silu" if layout == "linear" else "gelu_tanh"
+    a, b1, b2, a1, a2, acc1, acc2 = case(dev, M, N, K, L, layout, activation, rng)
+    out = dual(a, b1, b2, a1, a2, layout, activation, "sm90a", out_dtype="float32")
+    assert_matches(dev.get(out), expected(acc1, acc2, a1, a2, activation), "float32")
+    if dev.name != "torch":
+        return
+    names = kernel_names(dev, lambda: dual(a, b1, b2, a1, a2, layout, activation, "sm90a"))
+    assert any("nvfp4_sm90_scale_stage_kernel" in n for n in names), names
+    assert any("nvfp4_sm90_dual_gemm_kernel" in n for n in names), names

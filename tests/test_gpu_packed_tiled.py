@@ -55,6 +55,21 @@ def test_ragged_tails(dev, case, backend, rng):
     assert_matches(dev.get(out), reference(dev, x, w, offs), "float32")
 
 
+@needs_sm90
+def test_ragged_tails_staged_scales(dev, rng):
+    """K % 256 != 0: the experts' scale rows (K/16 bytes) are not 16-byte multiples; sm90a stages
+    them into the workspace (cpp/src/sm90/kernel/scale_stage.cuh) in front of the token pass."""
+    if dev.name != "torch":
+        pytest.skip("profiler through PyTorch")
+    spec, N, K = RAGGED[2]
+    offs = offsets_of(counts_of(spec, 8))
+    w = Experts(dev, 8, N, K, rng)
+    x = Operand(dev, int(offs[-1]), K, None, "linear", rng, lo=0.25, hi=1.0)
+    names = kernel_names(dev, lambda: packed(dev, x, w, offs, "sm90a", out_dtype="float32"))
+    assert any("nvfp4_sm90_scale_stage_kernel" in n for n in names), names
+    assert any("nvfp4_sm90_moe_kernel" in n for n in names), names
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("with_alphas", [False, True])
 @pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])

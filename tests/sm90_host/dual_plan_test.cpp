@@ -204,19 +204,34 @@ static void test_modes() {
       {4160, NVFP4_SF_LINEAR, kScaleCpAsync},   // 260-byte rows: 4-byte aligned only
       {96, NVFP4_SF_LINEAR, kScaleSync},        // 6-byte rows
   };
+  // the operands' own mode (dual_scale_mode); the plan stages what is neither bulk nor TMA
+  // (both weights' scales after the token workspace) and reads the copies with kScaleTma
   for (const ModeCase& c : modes) {
-    const DualPlan g = plan_dual(dense(300, 200, c.K, 2, c.layout), dev);
-    CHECK(g.path == DualPath::kFused && g.sf_mode == c.mode, "K=%lld layout %d: mode %d (want %d)",
-          static_cast<long long>(c.K), static_cast<int>(c.layout), g.sf_mode, c.mode);
+    const DualGemmProblem q = dense(300, 200, c.K, 2, c.layout);
+    int32_t without = -1;
+    const int32_t mode = dual_scale_mode(q.sfb1, q.sfb2, q.K, q.L, &without);
+    const DualPlan g = plan_dual(q, dev);
+    const bool staged = c.mode != kScaleBulk && c.mode != kScaleTma;
+    const size_t token = token_workspace_bytes(300, c.K, 2);
+    CHECK(g.path == DualPath::kFused && mode == c.mode && g.stage_w == staged &&
+              g.sf_mode == (staged ? kScaleTma : c.mode) &&
+              g.workspace_bytes == token + (staged ? 2 * staged_sf_bytes(200, c.K, 2) : 0) &&
+              (!staged || g.stage_offset == token),
+          "K=%lld layout %d: mode %d / planned %d staged %d (want %d)", static_cast<long long>(c.K),
+          static_cast<int>(c.layout), mode, g.sf_mode, g.stage_w, c.mode);
   }
   {
     DualGemmProblem q = dense(300, 200, 4096);
     q.sfb2.data = addr((6u << 28) + 4);  // one operand's misalignment decides for both
+    int32_t without = -1;
+    CHECK(dual_scale_mode(q.sfb1, q.sfb2, q.K, q.L, &without) == kScaleCpAsync && without == kScaleCpAsync,
+          "b2 misaligned");
     const DualPlan g = plan_dual(q, dev);
-    CHECK(g.sf_mode == kScaleCpAsync && g.sf_mode_without_tma == kScaleCpAsync, "b2 misaligned: %d", g.sf_mode);
+    CHECK(g.sf_mode == kScaleTma && g.stage_w && g.sf_mode_without_tma == kScaleCpAsync, "b2 misaligned: staged");
     q = dense(300, 200, 4096, 1, NVFP4_SF_BLOCKED);
     q.sfb1.data = addr((5u << 28) + 8);
-    CHECK(plan_dual(q, dev).sf_mode == kScaleCpAsync, "blocked b1 misaligned");
+    CHECK(dual_scale_mode(q.sfb1, q.sfb2, q.K, q.L, &without) == kScaleCpAsync && plan_dual(q, dev).stage_w,
+          "blocked b1 misaligned");
   }
   // output: TMA where 16-byte aligned rows, batches and base, unit column stride
   struct StoreCase {
@@ -282,7 +297,9 @@ static void test_invariants() {
     CHECK(s == 1 || dual_cluster_slots(dev, s) > 0, "splits %d with no resident cluster", s);
     CHECK(model_cost(dev, g.tiles, g.num_kb, s) <= model_cost(dev, g.tiles, g.num_kb, 1), "split %d costs more", s);
     CHECK(g.tiles == g.tiles_n * g.tiles_x * L && g.tiles_n == (N + 63) / 64 && g.tiles_x == (M + 127) / 128, "tiles");
-    CHECK(g.workspace_bytes == token_workspace_bytes(M, K, L), "workspace");
+    CHECK(g.stage_w == (K % 256 != 0) && g.workspace_bytes == token_workspace_bytes(M, K, L) +
+                                                               (g.stage_w ? 2 * staged_sf_bytes(N, K, L) : 0),
+          "workspace (staged %d)", g.stage_w);
     // tile_scheduler.cuh: cluster rank q computes K blocks [num_kb q / s, num_kb (q + 1) / s)
     int32_t next = 0;
     bool whole = true;

@@ -598,8 +598,13 @@ static void test_packed() {
     const PackedPlan g = plan_packed(packed(3, 7, 12, 96));
     CHECK(g.unsupported == nullptr && g.slots == (7 + 3 * 127) / 128 && g.tiles_w == 1 && g.x_box_rows == 8,
           "small: %lld slots, box %d", static_cast<long long>(g.slots), g.x_box_rows);
-    CHECK(g.sf_mode == kScaleSync && g.c_vec4 == 1, "6-byte scale rows: %d; 12-column output: %d", g.sf_mode,
-          g.c_vec4);
+    // 6-byte scale rows: staged after the token workspace (the experts as batches), read by TMA
+    const size_t token = token_workspace_bytes(offset_ws_rows(7, g.x_box_rows), 96, 1);
+    CHECK(g.sf_mode == kScaleTma && g.sf_mode_without_tma == kScaleCpAsync && g.stage_w && g.stage_offset == token &&
+              g.workspace_bytes == token + staged_sf_bytes(12, 96, 3) && g.c_vec4 == 1,
+          "6-byte scale rows: %d staged %d; 12-column output: %d", g.sf_mode, g.stage_w, g.c_vec4);
+    const PackedPlan a = plan_packed(packed(8, 1024, 4096, 7168));
+    CHECK(!a.stage_w && a.sf_mode == kScaleTma, "aligned experts' scales: not staged");
   }
   for (int which = 0; which < 3; ++which) {
     PackedGroupedGemmProblem p = packed(2, 256, 512, 1024);

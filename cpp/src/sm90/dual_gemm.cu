@@ -350,18 +350,35 @@ bool encode_fused_maps(const DualGemmProblem& p, DualParams& kp, const DualPlan&
 }
 
 nvfp4_status_t run_fused(const DualGemmProblem& p, const Exec& exec, const DualPlan& plan) {
-  DualParams kp = dual_params(p, plan);
-  CUtensorMap maps[6];
-  if (!encode_fused_maps(p, kp, plan, maps))
-    return fail(NVFP4_ERROR_NOT_SUPPORTED,
-                "sm90a dual gemm: cuTensorMapEncodeTiled unavailable or rejected the weights");
   if (exec.workspace == nullptr || exec.workspace_bytes < plan.workspace_bytes || !is_aligned(exec.workspace, 256))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: needs a %zu-byte workspace (256-byte aligned)",
                 plan.workspace_bytes);
+  // q: p with the weights' scales staged into the workspace where the plan says so
+  uint8_t* ws = static_cast<uint8_t*>(exec.workspace);
+  DualGemmProblem q = p;
+  StageRequest req[2];
+  if (plan.stage_w) {
+    void* dst1 = ws + plan.stage_offset;
+    void* dst2 = ws + plan.stage_offset + staged_sf_bytes(p.N, p.K, p.L);
+    req[0] = StageRequest{p.sfb1, p.N, dst1};
+    req[1] = StageRequest{p.sfb2, p.N, dst2};
+    q.sfb1 = staged_scales(dst1, p.N, p.K);
+    q.sfb2 = staged_scales(dst2, p.N, p.K);
+  }
+  DualParams kp = dual_params(q, plan);
+  CUtensorMap maps[6];
+  if (!encode_fused_maps(q, kp, plan, maps))
+    return fail(NVFP4_ERROR_NOT_SUPPORTED,
+                "sm90a dual gemm: cuTensorMapEncodeTiled unavailable or rejected the weights");
   if (!encode_token_map(&maps[2], exec.workspace, p.M, static_cast<int64_t>(plan.num_kb) * kBlockK, p.L,
                         static_cast<uint32_t>(plan.x_box_rows)))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: cuTensorMapEncodeTiled rejected the workspace");
-  nvfp4_status_t st = launch_token_predecode(p.a, p.sfa, p.M, p.K, p.L, exec.workspace, exec);
+  nvfp4_status_t st = NVFP4_SUCCESS;
+  if (plan.stage_w) {
+    st = launch_scale_stage(req, 2, p.K, p.L, exec);  // in front of the pass, which waits for it
+    if (st != NVFP4_SUCCESS) return st;
+  }
+  st = launch_token_predecode(p.a, p.sfa, p.M, p.K, p.L, exec.workspace, exec);
   if (st != NVFP4_SUCCESS) return st;
   LaunchShape shape;
   shape.grid = dim3(plan.grid[0], plan.grid[1], plan.grid[2]);

@@ -82,8 +82,12 @@ struct DualPlan {
   int32_t store = kDualStorePlain;    // DualStore
   int32_t c_box_rows = 0;             // kDualStoreTma: token rows per TMA store box
   int32_t c_vec4 = 0;                 // kDualStorePlain: 4 consecutive n contiguous and aligned
-  size_t workspace_bytes = 0;         // the fp16 token workspace
+  size_t workspace_bytes = 0;         // the fp16 token workspace (+ the staged scales)
   uint32_t grid[3] = {0, 0, 0};
+  // Scale staging (kernel/scale_stage.cuh): B1's and B2's scales, not TMA-readable, copied
+  // after the token workspace (B1's at stage_offset, B2's staged_sf_bytes(N, K, L) later).
+  bool stage_w = false;
+  size_t stage_offset = 0;
 };
 
 // TMA can store the output: unit column stride, 16-byte aligned base and row / batch strides
@@ -179,6 +183,15 @@ inline DualPlan plan_dual(const DualGemmProblem& p, const DualDeviceNumbers& dev
   g.splits = choose_dual_splits(dev, g.tiles, g.num_kb);
   g.x_box_rows = token_box_rows(p.M);
   g.sf_mode = dual_scale_mode(p.sfb1, p.sfb2, p.K, p.L, &g.sf_mode_without_tma);
+  if (g.sf_mode != kScaleBulk && g.sf_mode != kScaleTma) {
+    // scales no TMA box reads (K % 256 != 0 linear, K % 128 != 0 blocked): staged, as the
+    // GEMM's (gemm_plan.hpp; dual 256x4096x7200 ran ~8x the bf16 peer on byte loads)
+    g.stage_w = true;
+    g.stage_offset = g.workspace_bytes;
+    g.workspace_bytes += 2 * staged_sf_bytes(p.N, p.K, p.L);
+    g.sf_mode = kScaleTma;
+    g.sf_mode_without_tma = kScaleCpAsync;
+  }
   g.store = out_tma_compatible(p.c, p.M, p.L) ? kDualStoreTma : kDualStorePlain;
   g.c_box_rows = dual_store_box_rows(g.splits);
   g.c_vec4 = out_vec4(p.c, p.L);

@@ -466,7 +466,9 @@ struct PackedPlan {
   int32_t sf_mode = kScaleSync;              // the weights' scales
   int32_t sf_mode_without_tma = kScaleSync;  // if their tensor map cannot be encoded
   int32_t c_vec4 = 0;
-  size_t workspace_bytes = 0;  // the fp16 token workspace (all total_M tokens, offset_ws_rows)
+  size_t workspace_bytes = 0;  // the fp16 token workspace (all total_M tokens, offset_ws_rows) + staged scales
+  bool stage_w = false;        // the weights' scales staged at stage_offset (kernel/scale_stage.cuh)
+  size_t stage_offset = 0;
 };
 
 inline PackedPlan plan_packed(const PackedGroupedGemmProblem& p) {
@@ -498,6 +500,15 @@ inline PackedPlan plan_packed(const PackedGroupedGemmProblem& p) {
   g.num_kb = k_blocks(p.K);
   g.sf_mode_without_tma = scales_async(p.sfb, p.G) ? kScaleCpAsync : kScaleSync;
   g.sf_mode = scales_tma(p.sfb, p.G) ? kScaleTma : g.sf_mode_without_tma;
+  if (g.sf_mode != kScaleTma && p.G <= 65535) {
+    // the experts' scales staged after the token workspace, as the GEMM's (plan_gemm); the
+    // experts are the staging kernel's batches (grid z)
+    g.stage_w = true;
+    g.stage_offset = g.workspace_bytes;
+    g.workspace_bytes += staged_sf_bytes(p.N, p.K, p.G);
+    g.sf_mode = kScaleTma;
+    g.sf_mode_without_tma = kScaleCpAsync;
+  }
   g.c_vec4 = out_vec4(p.c, 1);
   return g;
 }

@@ -53,8 +53,8 @@ const char* packed_refusal(const PackedGroupedGemmProblem& p, const Exec& exec, 
   *plan = plan_packed(p);
   if (plan->unsupported != nullptr || plan->empty) return plan->unsupported;
   if (!encode_fp4_map(tmap_w, p.b, p.N, p.K, p.G)) return "sm90a grouped gemm packed: TMA cannot take the weights";
-  *tmap_sfw = *tmap_w;  // placeholder unless kScaleTma
-  if (plan->sf_mode == kScaleTma && !encode_linear_sf_map(tmap_sfw, p.sfb, p.N, p.K, p.G))
+  *tmap_sfw = *tmap_w;  // placeholder unless kScaleTma (staged scales: encoded once the workspace is known)
+  if (plan->sf_mode == kScaleTma && !plan->stage_w && !encode_linear_sf_map(tmap_sfw, p.sfb, p.N, p.K, p.G))
     plan->sf_mode = plan->sf_mode_without_tma;
   return nullptr;
 }
@@ -124,6 +124,13 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: needs a %zu-byte workspace (256-byte aligned)",
                 plan.workspace_bytes);
 
+  // the weights' scales as the GEMM reads them: staged into the workspace where the plan says so
+  ScaleOperand sfw = p.sfb;
+  if (plan.stage_w) {
+    sfw = staged_scales(static_cast<uint8_t*>(exec.workspace) + plan.stage_offset, p.N, p.K);
+    if (!encode_linear_sf_map(&tmap_sfw, sfw, p.N, p.K, p.G)) plan.sf_mode = plan.sf_mode_without_tma;
+  }
+
   int sm_count = exec.sm_count;
   if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
 
@@ -140,7 +147,7 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
   b.sf_blocked = 0;
   b.sf_mode = plan.sf_mode;
   b.x_box_rows = plan.x_box_rows;
-  b.sf_w = ScaleSrc{p.sfb.data, p.sfb.row_stride, p.sfb.batch_stride, p.N};
+  b.sf_w = ScaleSrc{sfw.data, sfw.row_stride, sfw.batch_stride, p.N};
   b.sf_x = ScaleSrc{p.sfa.data, p.sfa.row_stride, 0, p.total_M};
   b.alpha = 1.0f;
   b.alpha_ptr = nullptr;
@@ -165,6 +172,11 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
   if (!encode_token_map(&kp.xh, exec.workspace, offset_ws_rows(p.total_M, plan.x_box_rows),
                         static_cast<int64_t>(plan.num_kb) * kBlockK, 1, static_cast<uint32_t>(plan.x_box_rows)))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: cuTensorMapEncodeTiled rejected the workspace");
+  if (plan.stage_w) {
+    const StageRequest req{p.sfb, p.N, static_cast<uint8_t*>(exec.workspace) + plan.stage_offset};
+    st = launch_scale_stage(&req, 1, p.K, p.G, exec);  // in front of the pass, which waits for it
+    if (st != NVFP4_SUCCESS) return st;
+  }
   st = launch_token_predecode(p.a, p.sfa, p.total_M, p.K, 1, exec.workspace, exec);
   if (st != NVFP4_SUCCESS) return st;
 
