@@ -335,7 +335,10 @@ def kernel_names(dev, fn):
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         fn()
         torch.cuda.synchronize()
-    return [e.key for e in prof.key_averages()]
+    names = [e.key for e in prof.key_averages()]
+    if not names:  # no CUPTI records at all, e.g. under compute-sanitizer: nothing to assert on
+        pytest.skip("the profiler saw no CUDA activity (compute-sanitizer?)")
+    return names
 
 
 # ---------------------------------------------------------------------------

@@ -68,6 +68,24 @@ def test_benchmark_cases(dev, Ms, N, K, layout, backend, rng):
     check(dev, grouped(A, B, layout, backend, alphas=alphas), accs, alphas, "float16")
 
 
+@needs_sm90
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_staged_scales(dev, layout, rng):
+    """Groups whose weight-scale rows no TMA box reads (K_g % 256 != 0 linear, % 128 blocked):
+    every group's scales staged into the workspace by one staging launch in front of the token
+    pass (cpp/src/sm90/kernel/scale_stage.cuh), then the one-launch kernel; against float64."""
+    Ms, Ns, Ks = [200, 64, 0, 130], [520, 1000, 64, 256], [2080, 1056, 96, 7200]
+    A, B, accs = groups(dev, Ms, Ns, Ks, layout, rng)
+    alphas = [pow2_alpha(acc) for acc in accs]
+    check(dev, grouped(A, B, layout, "sm90a", alphas=alphas, out_dtype="float32"), accs, alphas, "float32")
+    if dev.name != "torch":
+        return
+    from _util import kernel_names
+    names = kernel_names(dev, lambda: grouped(A, B, layout, "sm90a", alphas=alphas))
+    assert any("nvfp4_sm90_scale_stage_kernel" in n for n in names), names
+    assert any("nvfp4_sm90_grouped_gemm_kernel" in n for n in names), names
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("layout", LAYOUTS)

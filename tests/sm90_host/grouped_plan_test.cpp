@@ -196,17 +196,37 @@ static void test_split_modes_box() {
     const GroupedPlan& g = plan({group(0, 64, 256, 1024, NVFP4_SF_BLOCKED), group(1, 64, 256, 512, NVFP4_SF_BLOCKED)});
     CHECK(g.sf_mode == kScaleBulk && g.sf_blocked == 1, "blocked, K %% 128 == 0: bulk (%d)", g.sf_mode);
   }
+  // Scales no TMA box reads in any group: with the token workspace only, the groups' own
+  // mode; given the room (the size query), every group's staged after the token workspace in
+  // entry order (largest K first) and read with kScaleTma.
+  auto plan_ws = [&](const std::vector<GemmProblem>& gs, size_t ws) -> const GroupedPlan& {
+    plan_grouped(gs.data(), 0, static_cast<int32_t>(gs.size()), dev, ws, &g_plan);
+    return g_plan;
+  };
   {
-    const GroupedPlan& g = plan({group(0, 64, 256, 1024, NVFP4_SF_BLOCKED), group(1, 64, 256, 96, NVFP4_SF_BLOCKED)});
-    CHECK(g.sf_mode == kScaleCpAsync, "blocked, a K tail: cp.async (%d)", g.sf_mode);
+    std::vector<GemmProblem> gs = {group(0, 64, 256, 1024, NVFP4_SF_BLOCKED), group(1, 64, 256, 96, NVFP4_SF_BLOCKED)};
+    const size_t token = token_workspace_bytes(offset_ws_rows(128, 64), 1024, 1);
+    CHECK(plan_ws(gs, token).sf_mode == kScaleCpAsync && !g_plan.stage_w && g_plan.workspace_bytes == token,
+          "blocked, a K tail, token workspace only: cp.async (%d)", g_plan.sf_mode);
+    const GroupedPlan& g = plan_ws(gs, SIZE_MAX);
+    const size_t w0 = staged_sf_bytes(256, 1024, 1), w1 = staged_sf_bytes(256, 96, 1);
+    CHECK(g.stage_w && g.sf_mode == kScaleTma && g.sf_mode_without_tma == kScaleCpAsync &&
+              g.stage_offset[0] == token && g.stage_offset[1] == token + w0 && g.workspace_bytes == token + w0 + w1,
+          "blocked, a K tail: staged (%d, %zu)", g.sf_mode, g.workspace_bytes);
+    CHECK(!plan_ws(gs, token + w0 + w1 - 1).stage_w && plan_ws(gs, token + w0 + w1).stage_w, "exact workspace");
   }
   {
     std::vector<GemmProblem> gs = {group(0, 64, 256, 1024), group(1, 64, 256, 96)};  // K 96: rows of 6 scale bytes
-    const GroupedPlan& g = plan(gs);
-    CHECK(g.sf_mode == kScaleSync, "linear, 6-byte scale rows: sync (%d)", g.sf_mode);
+    const size_t token = token_workspace_bytes(offset_ws_rows(128, 64), 1024, 1);
+    CHECK(plan_ws(gs, token).sf_mode == kScaleSync, "linear, 6-byte scale rows: sync (%d)", g_plan.sf_mode);
+    CHECK(plan_ws(gs, SIZE_MAX).stage_w && g_plan.sf_mode == kScaleTma, "linear, 6-byte rows: staged");
     gs[1] = group(1, 64, 256, 512);
     gs[1].sfb.row_stride = 36;  // 4-byte aligned rows
-    CHECK(plan(gs).sf_mode == kScaleCpAsync && plan(gs).sf_mode_without_tma == kScaleCpAsync, "linear, 4-aligned");
+    CHECK(plan_ws(gs, token).sf_mode == kScaleCpAsync && g_plan.sf_mode_without_tma == kScaleCpAsync,
+          "linear, 4-aligned");
+    CHECK(plan_ws(gs, SIZE_MAX).stage_w, "linear, 4-aligned: staged");
+    gs[1].sfb.row_stride = 32;
+    CHECK(!plan_ws(gs, SIZE_MAX).stage_w && g_plan.sf_mode == kScaleTma, "aligned: not staged");
   }
   {
     const GroupedPlan& g = plan({group(0, 1, 256, 512), group(1, 2, 256, 512)});
@@ -297,6 +317,15 @@ static void test_random() {
           g.splits);
     // every group's boxes inside the workspace, wherever its rows start (offset_ws_rows)
     CHECK(g.workspace_bytes >= static_cast<size_t>((g.rows + g.x_box_rows - 1) * g.kpad * 2), "it %d: workspace", it);
+    // staged scales: contiguous after the token workspace, ending at its end
+    if (g.stage_w) {
+      size_t end = g.stage_offset[0];
+      for (int32_t i = 0; i < g.count; ++i) {
+        CHECK(g.stage_offset[i] == end && end % 256 == 0, "it %d: stage offset %d", it, i);
+        end += staged_sf_bytes(g.entry[i].N, g.entry[i].K, 1);
+      }
+      CHECK(end == g.workspace_bytes && g.sf_mode == kScaleTma, "it %d: staged end %zu", it, end);
+    }
   }
 }
 

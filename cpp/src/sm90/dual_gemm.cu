@@ -360,8 +360,8 @@ nvfp4_status_t run_fused(const DualGemmProblem& p, const Exec& exec, const DualP
   if (plan.stage_w) {
     void* dst1 = ws + plan.stage_offset;
     void* dst2 = ws + plan.stage_offset + staged_sf_bytes(p.N, p.K, p.L);
-    req[0] = StageRequest{p.sfb1, p.N, dst1};
-    req[1] = StageRequest{p.sfb2, p.N, dst2};
+    req[0] = StageRequest{p.sfb1, p.N, p.K, dst1};
+    req[1] = StageRequest{p.sfb2, p.N, p.K, dst2};
     q.sfb1 = staged_scales(dst1, p.N, p.K);
     q.sfb2 = staged_scales(dst2, p.N, p.K);
   }
@@ -375,7 +375,7 @@ nvfp4_status_t run_fused(const DualGemmProblem& p, const Exec& exec, const DualP
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a dual gemm: cuTensorMapEncodeTiled rejected the workspace");
   nvfp4_status_t st = NVFP4_SUCCESS;
   if (plan.stage_w) {
-    st = launch_scale_stage(req, 2, p.K, p.L, exec);  // in front of the pass, which waits for it
+    st = launch_scale_stage(req, 2, p.L, exec);  // in front of the pass, which waits for it
     if (st != NVFP4_SUCCESS) return st;
   }
   st = launch_token_predecode(p.a, p.sfa, p.M, p.K, p.L, exec.workspace, exec);

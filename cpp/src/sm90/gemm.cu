@@ -215,14 +215,14 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
     StageRequest req[2];
     int n = 0;
     if (plan.stage_w) {
-      req[n++] = StageRequest{p.sfb, p.N, ws + plan.stage_w_offset};
+      req[n++] = StageRequest{p.sfb, p.N, p.K, ws + plan.stage_w_offset};
       q.sfb = staged_scales(ws + plan.stage_w_offset, p.N, p.K);
     }
     if (plan.stage_x) {
-      req[n++] = StageRequest{p.sfa, p.M, ws + plan.stage_x_offset};
+      req[n++] = StageRequest{p.sfa, p.M, p.K, ws + plan.stage_x_offset};
       q.sfa = staged_scales(ws + plan.stage_x_offset, p.M, p.K);
     }
-    st = launch_scale_stage(req, n, p.K, p.L, exec);
+    st = launch_scale_stage(req, n, p.L, exec);
     if (st != NVFP4_SUCCESS) return st;
   }
   GemmParams kp = gemm_params(q, plan);

@@ -30,16 +30,18 @@ inline ScaleOperand scales_from_row(const ScaleOperand& sf, int64_t m, int64_t K
 nvfp4_status_t launch_token_predecode(const Fp4Operand& a, const ScaleOperand& sfa, int64_t rows, int64_t K,
                                       int64_t L, void* ws, const Exec& exec);
 
-// Scale staging (kernel/scale_stage.cuh, scale_stage.cu): copies one or two scale operands
-// (rows x K/16 scales, L batches, any layout and alignment) to dst as linear rows of
-// staged_sf_cols(K) bytes, as a programmatic dependent of the grid before it (the token pass
-// and the GEMM after it wait for it before reading dst). staged_scales: dst as an operand.
+// Scale staging (kernel/scale_stage.cuh, scale_stage.cu): copies up to kScaleStageMaxOps
+// scale operands (each rows x K/16 scales, L batches, any layout and alignment) to their dst
+// as linear rows of staged_sf_cols(K) bytes, as a programmatic dependent of the grid before
+// it (the token pass and the GEMM after it wait for it before reading dst). staged_scales:
+// dst as an operand.
 struct StageRequest {
   ScaleOperand src;
-  int64_t rows;
+  int64_t rows, K;
   void* dst;
 };
-nvfp4_status_t launch_scale_stage(const StageRequest* ops, int count, int64_t K, int64_t L, const Exec& exec);
+constexpr int kScaleStageMaxOps = 64;  // the grouped GEMM's groups per chunk (kGroupedMaxGroups)
+nvfp4_status_t launch_scale_stage(const StageRequest* ops, int count, int64_t L, const Exec& exec);
 ScaleOperand staged_scales(void* dst, int64_t rows, int64_t K);
 
 }  // namespace nvfp4::sm90

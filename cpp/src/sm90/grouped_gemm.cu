@@ -14,6 +14,7 @@
 
 #include "../common/cuda_check.hpp"
 #include "../common/device_cache.hpp"
+#include "gemm_parts.hpp"
 #include "grouped_plan.hpp"
 #include "kernel/grouped_gemm.cuh"
 #include "launch.hpp"
@@ -26,6 +27,7 @@ namespace {
 
 using MainloopPre = MainloopRSPredecoded;
 constexpr size_t kSmem = dynamic_smem_bytes<MainloopPre::SharedStorage>();
+static_assert(kScaleStageMaxOps >= kGroupedMaxGroups, "one staging launch per chunk");
 static_assert(MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX && MainloopPre::kBlockK == kBlockK,
               "gemm_plan.hpp's tile is the kernel's tile");
 constexpr auto kPersistent = nvfp4_sm90_grouped_gemm_kernel<false>;
@@ -95,17 +97,6 @@ bool kernel_takes(const GroupedGemmProblem& p, const GroupedDeviceNumbers& dev, 
   return true;
 }
 
-// launch.hpp's launch() without its by-value copy of the argument (cudaLaunchKernelEx's template
-// coerces every argument into a local first: 23.9 KB for the GEMM's).
-template <class Params>
-nvfp4_status_t launch_params(void (*kernel)(Params), const LaunchShape& shape, cudaStream_t stream, Params* params) {
-  const LaunchConfig cfg(shape, stream);
-  void* args[] = {params};
-  NVFP4_CUDA_TRY(cudaLaunchKernelExC(cfg.get(), reinterpret_cast<const void*>(kernel), args));
-  NVFP4_CHECK_LAUNCH();
-  return NVFP4_SUCCESS;
-}
-
 // The launch pair of one planned chunk. `kp`, `pp`: the parameter blocks to fill (only
 // plan.count groups' entries and maps are written; a launch copies its parameters).
 nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan, const Exec& exec,
@@ -124,6 +115,7 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
   pp->kpad = plan.kpad;
   pp->count = plan.count;
   pp->sf_blocked = plan.sf_blocked;
+  static thread_local StageRequest stage[kGroupedMaxGroups];
   for (int32_t i = 0; i < plan.count; ++i) {
     const GroupedEntry& e = plan.entry[i];
     kp->g[i] = e;
@@ -132,7 +124,15 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
     if (!encode_fp4_map(&kp->w[i], g.b, g.N, g.K, 1))
       return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm: cuTensorMapEncodeTiled rejected group %d's weights",
                   e.problem);
-    if (b.sf_mode == kScaleTma && !encode_linear_sf_map(&kp->sfw[i], g.sfb, g.N, g.K, 1))
+    ScaleOperand sfb = g.sfb;  // the weights' scales as the GEMM reads them (staged where planned)
+    if (plan.stage_w) {
+      void* dst = static_cast<uint8_t*>(exec.workspace) + plan.stage_offset[i];
+      stage[i] = StageRequest{g.sfb, g.N, g.K, dst};
+      sfb = staged_scales(dst, g.N, g.K);
+      kp->g[i].sfb = sfb.data;
+      kp->g[i].sfb_row_stride = sfb.row_stride;
+    }
+    if (b.sf_mode == kScaleTma && !encode_linear_sf_map(&kp->sfw[i], sfb, g.N, g.K, 1))
       b.sf_mode = plan.sf_mode_without_tma;  // (the maps encoded so far are then unused)
   }
   if (!encode_token_map(&kp->xh, exec.workspace, offset_ws_rows(plan.rows, plan.x_box_rows), plan.kpad, 1,
@@ -140,6 +140,10 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm: cuTensorMapEncodeTiled rejected the workspace");
 
   const cudaStream_t stream = cuda_stream(exec);
+  if (plan.stage_w) {
+    const nvfp4_status_t st = launch_scale_stage(stage, plan.count, 1, exec);  // the pass waits for it
+    if (st != NVFP4_SUCCESS) return st;
+  }
   LaunchShape pass;
   pass.grid = dim3(static_cast<unsigned>(plan.rows), static_cast<unsigned>(plan.max_pieces), 1);
   pass.block = dim3(kPredecodeThreads, 1, 1);

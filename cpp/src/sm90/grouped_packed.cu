@@ -173,8 +173,8 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
                         static_cast<int64_t>(plan.num_kb) * kBlockK, 1, static_cast<uint32_t>(plan.x_box_rows)))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: cuTensorMapEncodeTiled rejected the workspace");
   if (plan.stage_w) {
-    const StageRequest req{p.sfb, p.N, static_cast<uint8_t*>(exec.workspace) + plan.stage_offset};
-    st = launch_scale_stage(&req, 1, p.K, p.G, exec);  // in front of the pass, which waits for it
+    const StageRequest req{p.sfb, p.N, p.K, static_cast<uint8_t*>(exec.workspace) + plan.stage_offset};
+    st = launch_scale_stage(&req, 1, p.G, exec);  // in front of the pass, which waits for it
     if (st != NVFP4_SUCCESS) return st;
   }
   st = launch_token_predecode(p.a, p.sfa, p.total_M, p.K, 1, exec.workspace, exec);

@@ -89,8 +89,12 @@ struct GroupedPlan {
   int32_t sf_blocked = 0;
   int32_t sf_mode = kScaleSync;              // ScaleLoad of the weights' scales, the same for every group
   int32_t sf_mode_without_tma = kScaleSync;  // if a group's scale tensor map cannot be encoded
-  size_t workspace_bytes = 0;                // the fp16 token workspace
+  size_t workspace_bytes = 0;                // the fp16 token workspace (+ the staged scales)
   uint32_t grid = 0;                         // GEMM CTAs: min(tiles, SMs) (splits 1) or tiles * splits
+  // Scale staging (kernel/scale_stage.cuh): entry i's weight scales copied to workspace byte
+  // stage_offset[i] as staged_sf_cols(K_i)-byte rows (host only: not in the kernel's entries).
+  bool stage_w = false;
+  size_t stage_offset[kGroupedMaxGroups] = {};
 };
 
 // Plan of groups[first .. first + n) (n <= kGroupedMaxGroups). `workspace`: bytes of 256-byte
@@ -108,6 +112,7 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
   g->sf_blocked = 0;
   g->sf_mode = g->sf_mode_without_tma = kScaleSync;
   g->workspace_bytes = 0;
+  g->stage_w = false;
   g->grid = 0;
   bool bulk = true, tma = true, async = true;
   int64_t max_m = 0;
@@ -201,6 +206,21 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
   }
   g->sf_mode_without_tma = async ? kScaleCpAsync : kScaleSync;
   g->sf_mode = bulk ? kScaleBulk : tma ? kScaleTma : g->sf_mode_without_tma;
+  if (!bulk && !tma) {
+    // every group's weight scales staged after the token workspace, in entry order, where the
+    // workspace has room (the size query asks for it), as the GEMM's (gemm_plan.hpp plan_gemm)
+    size_t end = g->workspace_bytes;
+    for (int32_t i = 0; i < g->count; ++i) {
+      g->stage_offset[i] = end;
+      end += staged_sf_bytes(g->entry[i].N, g->entry[i].K, 1);
+    }
+    if (workspace >= end) {
+      g->stage_w = true;
+      g->workspace_bytes = end;
+      g->sf_mode = kScaleTma;
+      g->sf_mode_without_tma = kScaleCpAsync;
+    }
+  }
   g->splits = choose_splits_fitting(dev.clusters, g->tiles, g->min_kb, dev.sm_count);
   if (g->splits > 1)
     g->grid = static_cast<uint32_t>(g->tiles * g->splits);  // <= SMs (choose_splits): one wave
