@@ -31,7 +31,7 @@ nvfp4_status_t launch_stage(const StageRequest* ops, int count, int64_t L, const
     o.words_per_row = staged_sf_cols(o.K) / 4;
     o.dst = static_cast<uint32_t*>(ops[i].dst);
     o.block_begin = blocks;
-    blocks += (o.rows * o.words_per_row + kScaleStageThreads - 1) / kScaleStageThreads;
+    blocks += (o.rows + kScaleStageRows - 1) / kScaleStageRows;
   }
   if (blocks == 0) return NVFP4_SUCCESS;
   if (blocks > 0x7FFFFFFF || L > 65535) return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a: scales too large to stage");
