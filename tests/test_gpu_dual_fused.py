@@ -273,6 +273,26 @@ STAGED = [(129, 520, 1056, 2), (256, 1000, 2080, 1), (200, 4096, 7200, 1), (7, 2
 
 
 @needs_sm90
+def test_staged_scales_b2_only(dev, rng):
+    """B1's scale rows TMA-readable (K = 4096: 256 bytes), B2's in a view with 258-byte rows: one
+    operand's rows decide for both (dual_plan.hpp dual_scale_mode), both are staged."""
+    if dev.name != "torch":
+        pytest.skip("strided scale views through PyTorch")
+    torch = dev.torch
+    M, N, K = 300, 520, 4096
+    a, b1, b2, a1, a2, acc1, acc2 = case(dev, M, N, K, None, "linear", rng)
+    wide = torch.zeros((N, K // 16 + 2), device="cuda", dtype=torch.uint8)
+    wide[:, : K // 16] = b2.sf
+    sf2 = wide[:, : K // 16]
+    out = nvfp4.dual_gemm(a.q, a.sf, b1.q, b1.sf, b2.q, sf2, alpha1=a1, alpha2=a2, activation="silu",
+                          out_dtype="float32", backend="sm90a")
+    assert_matches(dev.get(out), expected(acc1, acc2, a1, a2, "silu"), "float32")
+    names = kernel_names(dev, lambda: nvfp4.dual_gemm(a.q, a.sf, b1.q, b1.sf, b2.q, sf2, backend="sm90a"))
+    assert any("nvfp4_sm90_scale_stage_kernel" in n for n in names), names
+    assert any("nvfp4_sm90_dual_gemm_kernel" in n for n in names), names
+
+
+@needs_sm90
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("M,N,K,L", STAGED)
 def test_staged_scales(dev, M, N, K, L, layout, rng):

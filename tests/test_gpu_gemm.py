@@ -111,7 +111,7 @@ def _check_sm90a_gemm(dev, M, N, K, L, layout, out_dtype, rng):
     assert_matches(dev.get(out), alpha * acc, out_dtype)
 
 
-def _sm90a_gemm_kernels(dev, M, N, K, L, rng, kinds):
+def _sm90a_gemm_kernels(dev, M, N, K, L, rng, kinds, layout="linear"):
     """{(kind, token tile)} of the nvfp4_sm90_gemm_<kind>_kernel<tile> one sm90a call launches
     (kinds: a regex alternation), and the kernel names; on a 132-SM device only."""
     import re
@@ -120,8 +120,8 @@ def _sm90a_gemm_kernels(dev, M, N, K, L, rng, kinds):
         pytest.skip("needs PyTorch (profiler)")
     if dev.torch.cuda.get_device_properties(0).multi_processor_count != 132:
         pytest.skip("the expected tiles are those of a 132-SM device (H100 SXM, H200)")
-    a, b = Operand(dev, M, K, L, "linear", rng), Operand(dev, N, K, L, "linear", rng)
-    names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, backend="sm90a"))
+    a, b = Operand(dev, M, K, L, layout, rng), Operand(dev, N, K, L, layout, rng)
+    names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend="sm90a"))
     # demangled "nvfp4_sm90_gemm_persistent_kernel<136>(...)" or mangled "...kernelILi136E..."
     found = {(m.group(1), int(m.group(2) or m.group(3))) for n in names
              for m in [re.search(rf"nvfp4_sm90_gemm_({kinds})_kernel(?:<(\d+)>|ILi(\d+)E)", n)] if m}
@@ -138,7 +138,7 @@ def test_gemm_token_tile_136(dev, M, N, K, L, tile, kernel, layout, out_dtype, r
 
 # Scales no TMA box reads (linear rows of K/16 bytes with K % 256 != 0; blocked with K % 128
 # != 0) are staged into the workspace first (cpp/src/sm90/kernel/scale_stage.cuh): the fused
-# kernel (K < 2048) stages both operands' scales, the pre-decoded paths the weights' only.
+# kernel (short K slices) stages both operands' scales, the pre-decoded paths the weights' only.
 # (M, N, K, L, path's kernel)
 STAGED = [
     (128, 7168, 1440, 1, "kernel"),       # fused, 90-byte rows (2-byte aligned: byte loads before)
@@ -158,10 +158,12 @@ def test_gemm_staged_scales(dev, M, N, K, L, kernel, layout, out_dtype, rng):
 
 
 @needs_sm90
+@pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("M,N,K,L,kernel", STAGED)
-def test_gemm_staged_scales_kernels(dev, M, N, K, L, kernel, rng):
-    """The staging kernel runs in front of the planned GEMM kernel."""
-    _, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent")
+def test_gemm_staged_scales_kernels(dev, M, N, K, L, kernel, layout, rng):
+    """The staging kernel runs in front of the planned GEMM kernel (both layouts: blocked
+    scales with K % 128 != 0 are staged too)."""
+    _, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent", layout)
     assert any("nvfp4_sm90_scale_stage_kernel" in n for n in names), names
     assert any(f"nvfp4_sm90_gemm_{kernel}" in n for n in names), names
 

@@ -158,11 +158,13 @@ nvfp4_status_t plan_composed(const DualGemmProblem& p, const Exec& exec, Compose
   plan->product_bytes = round_up(static_cast<size_t>(p.L * plan->rows * p.N) * sizeof(float));
   const GemmProblem g1 = product(p, 0, plan->rows, p.b1, p.sfb1, p.alpha1, nullptr);
   const GemmProblem g2 = product(p, 0, plan->rows, p.b2, p.sfb2, p.alpha2, nullptr);
-  size_t gemm_bytes = 0;  // g2: the same A, M, N, K, L, hence the same path and token workspace
-  nvfp4_status_t st = gemm_supported(g1, exec, &gemm_bytes);
-  if (st == NVFP4_SUCCESS) st = gemm_supported(g2, exec);
+  // g2: the same A, M, N, K, L, hence the same path and token workspace, but its own weights'
+  // scales may need staging where g1's do not: the larger of the two
+  size_t bytes1 = 0, bytes2 = 0;
+  nvfp4_status_t st = gemm_supported(g1, exec, &bytes1);
+  if (st == NVFP4_SUCCESS) st = gemm_supported(g2, exec, &bytes2);
   if (st != NVFP4_SUCCESS) return st;
-  plan->gemm_bytes = round_up(gemm_bytes);
+  plan->gemm_bytes = round_up(bytes1 > bytes2 ? bytes1 : bytes2);
   return NVFP4_SUCCESS;
 }
 

@@ -8,7 +8,7 @@
 //   - fused (kernel/gemm_fused.cuh): every CTA decodes its token tile; split-K over a
 //     cluster; the instance without accumulator promotion where every CTA's K slice is short;
 //   - pre-decoded (kernel/gemm_predecoded.cuh), when the CTAs' K slices would need promotion
-//     (K >= 2048) and the caller gave the token workspace: the token pass
+//     (K >= 1024) and the caller gave the token workspace: the token pass
 //     (kernel/token_predecode.cuh) decodes the tokens once into fp16, the GEMM decodes only
 //     the weights; where every tile has one CTA and tiles outnumber SMs, its persistent form
 //     (kernel/gemm_persistent.cuh), whose partial last round, where it is at most half the

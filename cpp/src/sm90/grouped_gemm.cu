@@ -106,7 +106,7 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
   b = GemmParams{};
   b.L = 1;
   b.splits = plan.splits;
-  b.sf_blocked = plan.sf_blocked;
+  b.sf_blocked = plan.stage_w ? 0 : plan.sf_blocked;  // staged copies are linear (the pass keeps A's layout)
   b.sf_mode = plan.sf_mode;
   b.x_box_rows = plan.x_box_rows;
   kp->tiles = plan.tiles;

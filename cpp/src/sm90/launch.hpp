@@ -22,7 +22,10 @@ struct LaunchShape {
   size_t smem = 0;         // dynamic shared memory, bytes
   unsigned cluster_x = 0;  // > 0: clusters of cluster_x x 1 x 1 CTAs (the attribute is set even for 1)
   bool pdl = false;        // programmatic stream serialization: the kernel may start before the grid
-                           // in front of it completes and waits for it with griddepcontrol.wait
+                           // in front of it completes and waits for it with griddepcontrol.wait.
+                           // Every such kernel must have a CTA that waits before it can exit: a chain
+                           // (staging -> pass -> GEMM) orders the GEMM's early weight loads after the
+                           // staging writes only because each link waits before it triggers.
 };
 
 // cudaLaunchConfig_t of a LaunchShape (also what the occupancy queries take). Not
