@@ -61,9 +61,9 @@ inline bool decode_route(const GemmProblem& p) {
 // Large M too (H200: 1024..8192 tokens 14-27% faster than fused, e.g. 8192^3 2.0 vs 2.7 ms:
 // decoding each token once instead of once per weight tile outweighs reading it as fp16).
 // 1024 rather than 2048 (H100, session 16, graph µs 2048 -> 1024: 1536^3 38.6 -> 30.0,
-// 2048x2048x1536 37.9 -> 31.7, 3000x5000x1536 155.0 -> 104.7, 4096x4096x1024 123.9 -> 108.1,
-// 512x7168x1024 30.6 -> 29.2; the short-slice shapes, e.g. 128x7168x1024 / 1536, keep the
-// unpromoted fused kernel: 11.5 -> 11.5, 12.8 -> 13.1).
+// 2048x2048x1536 37.9 -> 31.7, 3000x5000x1536 155.0 -> 104.7; it changes only K = 1152..1984
+// with promoted fused slices: short slices, e.g. 128x7168x1024 / 1536 and 4096x4096x1024,
+// keep the unpromoted fused kernel).
 constexpr int64_t kPredecodeMinK = 1024;
 // Cap on the token workspace (2 bytes per token element): 1 GiB, e.g. 32768 tokens x K 16384.
 constexpr size_t kTokenWorkspaceMaxBytes = size_t(1) << 30;
