@@ -1,5 +1,5 @@
 """GPU tests of the packed MoE decode route (issue 22): grouped_gemm_packed with few rows per
-expert (gemm_plan.hpp packed_decode_route: total_M <= 8 G, N * min(G, total_M) >= 4096, aligned
+expert (packed_plan.hpp packed_decode_route: total_M <= 8 G, N * min(G, total_M) >= 4096, aligned
 operands, linear scales with K % 256 == 0) runs the decode-regime kernel with the experts as the
 batch (cpp/src/sm90/gemv/decode_kernel.cuh gemm_decode_moe_kernel, launched by grouped_packed.cu;
 plan gemv/decode_plan.hpp "Packed MoE route"): each CTA group computes one chunk of <= 8 NT8 token

@@ -9,7 +9,7 @@ choice, kernel parameters; gemv/decode_plan.hpp: the decode kernel's support and
 and the decode kernel's data mapping (decode_mapping_test: the lanes' weight words, the token
 tile, the mma.m16n8k16 registers under CUTLASS's SM80 fragment layouts and the output mapping,
 emulated on the host against a direct sum), and the packed MoE decode route (decode_moe_plan_test:
-gemm_plan.hpp's route rule, the MoE launch plan, the kernel's chunk numbering emulated over valid and
+packed_plan.hpp's route rule, the MoE launch plan, the kernel's chunk numbering emulated over valid and
 malformed offset tables). Each test in tests/sm90_host/ includes exactly the header the
 backend runs (plain C++, no CUDA) and is compiled here with the host C++ compiler (nvcc as a
 fallback); no GPU and no build of the library needed.

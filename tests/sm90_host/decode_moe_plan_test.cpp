@@ -1,4 +1,4 @@
-// CPU checks of the packed MoE decode route (no GPU): the route rule (gemm_plan.hpp
+// CPU checks of the packed MoE decode route (no GPU): the route rule (packed_plan.hpp
 // packed_decode_route), the MoE plan of the decode kernel (gemv/decode_plan.hpp "Packed MoE
 // route": token groups, the slot bound, support, launch shape, kernel parameters), and the
 // chunk numbering the kernel's scan computes (decode_moe.cuh moe_find_chunk), emulated lane
@@ -12,7 +12,7 @@
 #include <random>
 #include <vector>
 
-#include "sm90/gemm_plan.hpp"
+#include "sm90/packed_plan.hpp"
 
 #include "../host_check.hpp"
 

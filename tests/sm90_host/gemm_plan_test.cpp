@@ -25,6 +25,7 @@
 
 #include "common/formats.h"
 #include "sm90/gemm_plan.hpp"
+#include "sm90/packed_plan.hpp"
 
 using namespace nvfp4;
 using namespace nvfp4::sm90;

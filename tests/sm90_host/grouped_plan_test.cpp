@@ -15,8 +15,8 @@
 //     and found again by the kernel's lookup (a binary search over tile_begin), every
 //     workspace row belongs to exactly one group (the pass's lookup over x_row), kpad covers
 //     every group's K, grid <= SMs;
-//  5. the packed MoE API's tiled route on the same persistent walk (gemm_plan.hpp "Packed MoE
-//     GEMM", kernel/grouped_packed_gemm.cuh PackedTiles::find emulated lane by lane, with the
+//  5. the packed MoE API's tiled route on the same persistent walk (packed_plan.hpp,
+//     kernel/grouped_packed_gemm.cuh PackedTiles::find emulated lane by lane, with the
 //     cursor carried along each CTA's walk): over random valid offset tables (empty experts,
 //     experts of > 128 rows) every (expert, token tile, weight tile) computed exactly once by
 //     the persistent CTAs and the host's bound never short; over malformed tables (decreasing,
@@ -32,6 +32,7 @@
 
 #include "common/formats.h"
 #include "sm90/grouped_plan.hpp"
+#include "sm90/packed_plan.hpp"
 
 using namespace nvfp4;
 using namespace nvfp4::sm90;

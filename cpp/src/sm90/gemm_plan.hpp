@@ -5,7 +5,8 @@
 // stride alignment) and of device numbers the caller passes in (SM count, the cached
 // cluster-occupancy answers): no CUDA, so that the CPU test
 // (tests/sm90_host/gemm_plan_test.cpp) checks exactly the code the backend runs. gemm.cu
-// and grouped_packed.cu turn a plan into tensor maps, kernel parameters and launches.
+// turns a plan into tensor maps, kernel parameters and launches; packed_plan.hpp plans the
+// packed MoE GEMM on the same pieces.
 #pragma once
 
 #include <stddef.h>
@@ -422,105 +423,6 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.grid[2] = static_cast<uint32_t>(p.L);
   }
   return g;
-}
-
-// ---------------------------------------------------------------------------
-// Packed MoE GEMM (grouped_packed.cu)
-// ---------------------------------------------------------------------------
-// Decode route: few rows per expert (decode: top-8 of 1..64 tokens over 64 experts, mostly
-// 0..2 rows each) run the decode-regime kernel with the experts as the batch
-// (gemv/decode_plan.hpp "Packed MoE route"): one CTA group per chunk of <= 16 rows of a
-// non-empty expert, streaming its weights like the GEMV; empty experts read nothing. The tiled
-// kernel below reads each used expert's weights once per 128-row token tile too, but at the
-// pre-decoded GEMM's cost per weight byte whatever the tile holds (H100, moe_route: top-8 of 16
-// tokens over 64 experts, 128 rows, 306 µs = ~2.2x the used experts' bytes at copy speed; the
-// dense decode kernel streams at ~1.6-1.9x). The host knows only total_M and G: the mean rows
-// per expert total_M / G bounds how many chunks re-read an expert. At mean <= 8 the chunks
-// stay within ~1.2x the used experts (top-8 of 64 tokens over 64 experts: 70 chunks of 16 rows
-// for 59 used experts; of 128 tokens: 99 for 62, 1.6x, where the tiled kernel's one tile per
-// expert wins). Rows of weights N * min(G, total_M) >= 4096, as the dense route asks: fewer
-// rows leave too few warp tasks for the SMs. Not tuned on a device yet (bench/NOTES.md
-// "Packed MoE decode route (issue 22)").
-constexpr int64_t kPackedDecodeMeanRows = 8;
-inline bool packed_decode_route(const PackedGroupedGemmProblem& p) {
-  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0) return false;
-  const int64_t used_max = p.total_M < p.G ? p.total_M : p.G;  // experts that can be non-empty
-  return p.total_M <= kPackedDecodeMeanRows * p.G && p.N * used_max >= gemv_detail::kDecodeMinRows &&
-         gemv_detail::decode_moe_unsupported(p) == nullptr;
-}
-
-// Tiled route: the token pass, then the grouped GEMM's persistent walk over every expert's tiles
-// (kernel/grouped_packed_gemm.cuh nvfp4_sm90_moe_kernel), tiles found on the device from the
-// offsets. Token tiles of expert g: packed_token_tiles(b_g, e_g) over its clamped span
-// (gemv_detail::moe_clamp_span), numbered expert by expert, weight tile fastest. The host knows
-// only the bound: slots = ceil((total_M + 127 G) / 128) token tiles (sum_g ceil(M_g / 128) <=
-// (total_M + 127 G) / 128 for any valid table), tiles = slots x tiles_w; grid = min(SMs, tiles)
-// persistent CTAs (packed_grid); tiles the device finds past the bound (only overlapping spans)
-// are not computed.
-NVFP4_HD int64_t packed_token_tiles(int64_t b, int64_t e) { return (e - b + kTileX - 1) / kTileX; }
-
-struct PackedPlan {
-  const char* unsupported = nullptr;
-  bool empty = false;      // nothing to compute
-  int64_t slots = 0;       // token-tile slots: the upper bound ceil((total_M + 127 G) / 128)
-  int64_t tiles_w = 0;     // weight tiles
-  int64_t tiles = 0;       // the walk's bound: slots x tiles_w
-  int32_t num_kb = 0;
-  int32_t x_box_rows = 0;
-  int32_t sf_mode = kScaleSync;              // the weights' scales
-  int32_t sf_mode_without_tma = kScaleSync;  // if their tensor map cannot be encoded
-  int32_t c_vec4 = 0;
-  size_t workspace_bytes = 0;  // the fp16 token workspace (all total_M tokens, offset_ws_rows) + staged scales
-  bool stage_w = false;        // the weights' scales staged at stage_offset (kernel/scale_stage.cuh)
-  size_t stage_offset = 0;
-};
-
-inline PackedPlan plan_packed(const PackedGroupedGemmProblem& p) {
-  PackedPlan g;
-  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0) {
-    g.empty = true;
-    return g;
-  }
-  auto refuse = [&](const char* why) {
-    g.unsupported = why;
-    return g;
-  };
-  if (p.K <= 0 || p.K % 32 != 0) return refuse("sm90a grouped gemm packed: K must be a multiple of 32");
-  if (p.sfb.layout != NVFP4_SF_LINEAR || p.sfa.layout != NVFP4_SF_LINEAR)
-    return refuse("sm90a grouped gemm packed: linear scales only");
-  if (!tma_compatible(p.a, p.total_M, 1))
-    return refuse("sm90a grouped gemm packed: fp4 operands need 16-byte aligned rows");
-  g.slots = (p.total_M + static_cast<int64_t>(p.G) * (kTileX - 1)) / kTileX;
-  g.tiles_w = (p.N + kTileW - 1) / kTileW;
-  // (slots: the one-CTA-per-slot kernel's grid y limit, kept: it bounds G, whose offsets every
-  // CTA of the walk scans, to ~66k)
-  if (g.slots > 65535 || g.tiles_w > 0x7FFFFFFF) return refuse("sm90a grouped gemm packed: grid too large");
-  g.tiles = g.slots * g.tiles_w;
-  g.x_box_rows = token_box_rows(p.total_M);
-  g.workspace_bytes = token_workspace_bytes(offset_ws_rows(p.total_M, g.x_box_rows), p.K, 1);
-  if (g.workspace_bytes > kTokenWorkspaceMaxBytes)
-    return refuse("sm90a grouped gemm packed: token workspace over 1 GiB");
-  if (!tma_compatible(p.b, p.N, p.G)) return refuse("sm90a grouped gemm packed: TMA cannot take the weights");
-  g.num_kb = k_blocks(p.K);
-  g.sf_mode_without_tma = scales_async(p.sfb, p.G) ? kScaleCpAsync : kScaleSync;
-  g.sf_mode = scales_tma(p.sfb, p.G) ? kScaleTma : g.sf_mode_without_tma;
-  if (g.sf_mode != kScaleTma && p.G <= 65535) {
-    // the experts' scales staged after the token workspace, as the GEMM's (plan_gemm); the
-    // experts are the staging kernel's batches (grid z)
-    g.stage_w = true;
-    g.stage_offset = g.workspace_bytes;
-    g.workspace_bytes += staged_sf_bytes(p.N, p.K, p.G);
-    g.sf_mode = kScaleTma;
-    g.sf_mode_without_tma = kScaleCpAsync;
-  }
-  g.c_vec4 = out_vec4(p.c, 1);
-  return g;
-}
-
-// Persistent CTAs of the tiled route: one per SM at most, no more than the bound of tiles.
-inline int64_t packed_grid(const PackedPlan& g, int sm_count) {
-  const int64_t sms = sm_count > 0 ? sm_count : 1;
-  return g.tiles < sms ? g.tiles : sms;
 }
 
 }  // namespace nvfp4::sm90

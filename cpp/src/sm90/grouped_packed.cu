@@ -8,13 +8,13 @@
 //      walk (kernel/grouped_walk.cuh, the list API's kernel body) over every expert's
 //      128 x 128 tiles, min(SMs, bound) CTAs; each warp finds its tiles from the device
 //      offsets (a forward cursor over windows of 32 experts), so the host plans only the
-//      bound of tiles (gemm_plan.hpp "Packed MoE GEMM"). No split-K: every tile runs the whole K.
+//      bound of tiles (packed_plan.hpp). No split-K: every tile runs the whole K.
 // A table that is not non-decreasing within [0, total_M] is clamped per expert (no access
 // leaves the operands; tiles past the bound are not computed).
 // Kept in its own translation unit: ptxas's schedule of gemm.cu's kernels moves with any
 // kernel added there (bench/NOTES.md "stream-K tail for the persistent kernel").
 //
-// Decode route (few rows per expert: gemm_plan.hpp packed_decode_route): instead of the two
+// Decode route (few rows per expert: packed_plan.hpp packed_decode_route): instead of the two
 // kernels above, one launch of the decode-regime kernel with the experts as the batch
 // (gemv/decode_kernel.cuh gemm_decode_moe_kernel, plan gemv/decode_plan.hpp "Packed MoE
 // route"): no token pass, no workspace; each CTA finds its chunk of <= 16 token rows of one
@@ -28,7 +28,7 @@
 #include "../common/cuda_check.hpp"
 #include "../common/device_cache.hpp"
 #include "gemm_parts.hpp"
-#include "gemm_plan.hpp"
+#include "packed_plan.hpp"
 #include "gemv/decode_kernel.cuh"
 #include "gemv/kernel_info.hpp"
 #include "kernel/grouped_packed_gemm.cuh"

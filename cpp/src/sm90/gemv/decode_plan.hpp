@@ -365,7 +365,7 @@ inline DecodeDualLaunch decode_dual_launch(const MmaKernelInfo& info, const Dual
 // ---------------------------------------------------------------------------------
 // Packed MoE route (grouped_gemm_packed with few rows per expert; launcher
 // ../grouped_packed.cu, kernel decode_kernel.cuh gemm_decode_moe_kernel, taken where
-// ../gemm_plan.hpp packed_decode_route says)
+// ../packed_plan.hpp packed_decode_route says)
 // ---------------------------------------------------------------------------------
 // The experts are the batch (l = g: weights b[g], scales sfb[g]); the token rows of expert g
 // are rows [offsets[g], offsets[g+1]) of the one token matrix, known only on the device. The

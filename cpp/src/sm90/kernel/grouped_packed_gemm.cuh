@@ -37,7 +37,7 @@
 #include <cuda.h>
 #include <stdint.h>
 
-#include "../gemm_plan.hpp"
+#include "../packed_plan.hpp"
 #include "../ptx.cuh"
 #include "gemm_params.cuh"
 #include "grouped_walk.cuh"
@@ -51,7 +51,7 @@ struct PackedGemmParams {
   GemmParams base;  // N, K, num_kb, scale mode, sf_w (batch stride = between experts), C at row 0
   const int32_t* offsets;  // G + 1, on the device
   const float* alphas;     // G, on the device, or null (1)
-  int64_t tiles;           // the walk's bound: token-tile slots x tiles_w (gemm_plan.hpp PackedPlan)
+  int64_t tiles;           // the walk's bound: token-tile slots x tiles_w (packed_plan.hpp PackedPlan)
   int64_t total_M;
   int32_t G;
   int32_t tiles_w;

@@ -5,7 +5,7 @@
 // for such scales (4-byte cp.async, or byte loads by the producer warp) made the kernel
 // 2.5-6x slower (H100, 128x7168x1440: 72.4 µs with 90-byte rows, 14.3 µs with the same
 // scales in 96-byte rows; 512x4096x7200: 348.6 vs 53.8 µs; bench/NOTES.md "scale staging").
-// The plans decide (gemm_plan.hpp plan_gemm / plan_packed, dual_plan.hpp, grouped_plan.hpp);
+// The plans decide (gemm_plan.hpp plan_gemm, packed_plan.hpp plan_packed, dual_plan.hpp, grouped_plan.hpp);
 // scale_stage.cu launches it for gemm.cu, dual_gemm.cu, grouped_packed.cu and grouped_gemm.cu.
 #pragma once
 
