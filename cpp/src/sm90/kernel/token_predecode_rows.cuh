@@ -1,5 +1,5 @@
-// Token pre-decode pass of the sm90a GEMM (pre-decoded paths: K >= 2048 at any M, and
-// the packed MoE kernel): its parameters and the per-row device functions, shared by the
+// Token pre-decode pass of the sm90a GEMM (pre-decoded paths: gemm_plan.hpp plan_gemm, the
+// dual GEMM, and the packed MoE kernel): its parameters and the per-row device functions, shared by the
 // GEMM's pass (token_predecode.cuh) and the grouped GEMM's (grouped_gemm.cuh).
 //
 // For small M (the gpu-mode shapes have M = 128 tokens against N = 4k..7k weight
