@@ -327,8 +327,8 @@ nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec, size_t* wo
 }
 
 // Scratch of the pre-decoded paths (the fp16 token workspace) and of staged scales, exactly
-// where gemm() would take them given it; 0 where another backend or the fused kernel runs the problem. Nothing
-// in it needs to be zeroed.
+// where gemm() would take them given it; 0 where another backend, or the fused kernel on
+// directly readable scales, runs the problem. Nothing in it needs to be zeroed.
 size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
   if (gemm_refusal(p, exec, nullptr, nullptr) != nullptr) return 0;  // the next backend runs it: no scratch
   return accepted_gemm_workspace(p, exec);

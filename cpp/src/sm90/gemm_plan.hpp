@@ -135,10 +135,6 @@ inline int64_t staged_sf_cols(int64_t K) { return (K / 16 + 15) / 16 * 16; }
 inline size_t staged_sf_bytes(int64_t rows, int64_t K, int64_t L) {
   return static_cast<size_t>((L * rows * staged_sf_cols(K) + 255) / 256 * 256);
 }
-// A scale operand's kScaleTma / kScaleBulk-readiness, for the staging decision.
-inline bool scales_direct(const ScaleOperand& s, int64_t K, int64_t L) {
-  return scales_tma(s, L) || scales_bulk(s, K, L);
-}
 
 // ---------------------------------------------------------------------------
 // The fp16 token workspace of the pre-decoded paths: [L][token_ws_rows(rows)][Kp], Kp = K rounded up to 128
@@ -394,7 +390,7 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.sf_mode = scales_bulk(p.sfb, p.K, p.L) ? kScaleBulk : scales_tma(p.sfb, p.L) ? kScaleTma : g.sf_mode_without_tma;
   }
   // Scale staging where the GEMM would otherwise load scales without TMA and the workspace
-  // has room (the workspace query asks for it): one small copy instead of a 2.5-5x slower
+  // has room (the workspace query asks for it): one small copy instead of a 2.5-6x slower
   // GEMM (kernel/scale_stage.cuh). The fused kernel loads both operands' scales in one mode.
   if (g.sf_mode != kScaleBulk && g.sf_mode != kScaleTma) {
     const bool fused = g.path == GemmPath::kFused;
