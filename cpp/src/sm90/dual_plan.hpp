@@ -186,11 +186,9 @@ inline DualPlan plan_dual(const DualGemmProblem& p, const DualDeviceNumbers& dev
   if (g.sf_mode != kScaleBulk && g.sf_mode != kScaleTma) {
     // scales no TMA box reads (K % 256 != 0 linear, K % 128 != 0 blocked): staged, as the
     // GEMM's (gemm_plan.hpp; dual 256x4096x7200 ran ~8x the bf16 peer on byte loads)
-    g.stage_w = true;
     g.stage_offset = g.workspace_bytes;
-    g.workspace_bytes += 2 * staged_sf_bytes(p.N, p.K, p.L);
-    g.sf_mode = kScaleTma;
-    g.sf_mode_without_tma = kScaleCpAsync;
+    g.stage_w = take_staging(SIZE_MAX, 2 * staged_sf_bytes(p.N, p.K, p.L), &g.workspace_bytes, &g.sf_mode,
+                             &g.sf_mode_without_tma);
   }
   g.store = out_tma_compatible(p.c, p.M, p.L) ? kDualStoreTma : kDualStorePlain;
   g.c_box_rows = dual_store_box_rows(g.splits);

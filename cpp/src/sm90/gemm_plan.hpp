@@ -135,6 +135,17 @@ inline int64_t staged_sf_cols(int64_t K) { return (K / 16 + 15) / 16 * 16; }
 inline size_t staged_sf_bytes(int64_t rows, int64_t K, int64_t L) {
   return static_cast<size_t>((L * rows * staged_sf_cols(K) + 255) / 256 * 256);
 }
+// Every plan's staging step: where `have` bytes of workspace hold `extra` bytes of staged
+// copies after the *bytes already planned, they go there (*bytes grows) and the kernel reads
+// them with kScaleTma, or with 4-byte cp.async if a tensor map cannot be encoded (staged rows
+// are 16-byte aligned). False, and nothing changed, where they do not fit.
+inline bool take_staging(size_t have, size_t extra, size_t* bytes, int32_t* sf_mode, int32_t* sf_mode_without_tma) {
+  if (have < *bytes + extra) return false;
+  *bytes += extra;
+  *sf_mode = kScaleTma;
+  *sf_mode_without_tma = kScaleCpAsync;
+  return true;
+}
 
 // ---------------------------------------------------------------------------
 // The fp16 token workspace of the pre-decoded paths: [L][token_ws_rows(rows)][Kp], Kp = K rounded up to 128
@@ -396,14 +407,12 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     const bool fused = g.path == GemmPath::kFused;
     const size_t wb = !scales_tma(p.sfb, p.L) ? staged_sf_bytes(p.N, p.K, p.L) : 0;
     const size_t xb = fused && !scales_tma(p.sfa, p.L) ? staged_sf_bytes(p.M, p.K, p.L) : 0;
-    if (workspace >= g.workspace_bytes + wb + xb) {
+    const size_t at = g.workspace_bytes;
+    if (take_staging(workspace, wb + xb, &g.workspace_bytes, &g.sf_mode, &g.sf_mode_without_tma)) {
       g.stage_w = wb > 0;
       g.stage_x = xb > 0;
-      g.stage_w_offset = g.workspace_bytes;
-      g.stage_x_offset = g.workspace_bytes + wb;
-      g.workspace_bytes += wb + xb;
-      g.sf_mode = kScaleTma;
-      g.sf_mode_without_tma = kScaleCpAsync;  // staged rows are 16-byte aligned
+      g.stage_w_offset = at;
+      g.stage_x_offset = at + wb;
     }
   }
   if (g.path == GemmPath::kPersistent) {

@@ -214,12 +214,8 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
       g->stage_offset[i] = end;
       end += staged_sf_bytes(g->entry[i].N, g->entry[i].K, 1);
     }
-    if (workspace >= end) {
-      g->stage_w = true;
-      g->workspace_bytes = end;
-      g->sf_mode = kScaleTma;
-      g->sf_mode_without_tma = kScaleCpAsync;
-    }
+    g->stage_w = take_staging(workspace, end - g->workspace_bytes, &g->workspace_bytes, &g->sf_mode,
+                              &g->sf_mode_without_tma);
   }
   g->splits = choose_splits_fitting(dev.clusters, g->tiles, g->min_kb, dev.sm_count);
   if (g->splits > 1)

@@ -94,11 +94,9 @@ inline PackedPlan plan_packed(const PackedGroupedGemmProblem& p) {
   if (g.sf_mode != kScaleTma && p.G <= 65535) {
     // the experts' scales staged after the token workspace, as the GEMM's (plan_gemm); the
     // experts are the staging kernel's batches (grid z)
-    g.stage_w = true;
     g.stage_offset = g.workspace_bytes;
-    g.workspace_bytes += staged_sf_bytes(p.N, p.K, p.G);
-    g.sf_mode = kScaleTma;
-    g.sf_mode_without_tma = kScaleCpAsync;
+    g.stage_w = take_staging(SIZE_MAX, staged_sf_bytes(p.N, p.K, p.G), &g.workspace_bytes, &g.sf_mode,
+                             &g.sf_mode_without_tma);
   }
   g.c_vec4 = out_vec4(p.c, 1);
   return g;
