@@ -194,6 +194,48 @@ def test_gemm_staged_scales_graph(dev, rng):
         assert_matches(dev.get(out), want, "float32")
 
 
+# Few weight rows, many tokens (N <= 128, M >= 4 N, M·K·L·2 >= 24 MiB): sm90a runs Cᵀ = B·Aᵀ, B's rows as the tokens
+# (cpp/src/sm90/gemm_plan.hpp swap_roles). (M, N, K, L, kernel the swapped problem takes)
+SWAPPED = [
+    (4096, 128, 4096, 1, "predecoded"),               # one token tile, split 3 (30 clusters of 4 fit)
+    (1000, 100, 7168, 2, "nvfp4_sm90_gemm_"),         # 100 tokens, batches (fused or pre-decoded)
+    (4096, 16, 7168, 1, "gemm_decode_kernel"),        # 16 tokens on 4096 rows: the decode route
+    (16384, 1, 1024, 1, "gemv"),                      # one token: a GEMV over A's rows
+    (7777, 60, 2080, 1, "scale_stage"),               # misaligned scales staged, then the tiled GEMM
+    (8500, 64, 4096, 2, "tail"),                      # 134 tiles: persistent + a 2-tile split-K tail
+    (20000, 100, 2080, 1, "persistent"),              # 157 tiles, persistent, staged scales
+]
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_dtype", ["float16", "float32"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L,kernel", SWAPPED)
+def test_gemm_swapped_roles(dev, M, N, K, L, kernel, layout, out_dtype, rng):
+    _check_sm90a_gemm(dev, M, N, K, L, layout, out_dtype, rng)
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,L,kernel", SWAPPED)
+def test_gemm_swapped_roles_kernels(dev, M, N, K, L, kernel, rng):
+    """The swapped problem's route, seen in the kernel names."""
+    _, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent")
+    assert any(kernel in n for n in names), names
+
+
+@needs_sm90
+def test_gemm_swapped_roles_column_major_out(dev, rng):
+    """A column-major output becomes the swapped problem's row-major one."""
+    if dev.name != "torch":
+        pytest.skip("strided outputs through PyTorch")
+    torch = dev.torch
+    M, N, K = 2048, 64, 4096
+    a, b = Operand(dev, M, K, None, "linear", rng), Operand(dev, N, K, None, "linear", rng)
+    out = torch.empty((N, M), device="cuda", dtype=torch.float32).t()  # (M, N), column-major
+    nvfp4.gemm(a.q, a.sf, b.q, b.sf, out=out, out_dtype="float32", backend="sm90a")
+    assert_matches(dev.get(out), ref_gemm(dev, a, b), "float32")
+
+
 @needs_sm90
 @pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
 def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
@@ -394,3 +436,31 @@ def test_device_validation(dev, rng):
         nvfp4.grouped_gemm_packed(a.q, a.sf, b.q[None], b.sf[None], dev.put(np.array([0], np.int32)))
     dev.synchronize()
     np.testing.assert_array_equal(dev.get(out).view(np.uint8), before)
+
+
+# Short K slices with more tiles than SMs: the persistent pre-decoded kernel, not the fused
+# one (gemm_plan.hpp plan_gemm many_tiles). (M, N, K, L, kernel) on 132 SMs: 1..8 K blocks,
+# staged scales (K % 256 != 0), blocked bulk scales, 136-token tiles with M tails and batches.
+SHORT_MANY = [
+    (2048, 2048, 32, 1, "persistent"),    # one K block (a partial one), staged scales
+    (2048, 2048, 160, 2, "persistent"),   # two K blocks, batches, staged (blocked K % 128 != 0 too)
+    (257, 9000, 256, 1, "persistent"),    # 213 tiles of 128 tokens, blocked scales bulk-copied
+    (1030, 3000, 256, 2, "persistent"),   # M tail, batches (136-token tiles)
+    (136, 20000, 512, 1, "persistent"),   # four K blocks, one 136-token tile
+    (4096, 4096, 1024, 1, "persistent"),  # 1024 tiles of 8 blocks
+]
+
+
+@needs_sm90
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L,kernel", SHORT_MANY)
+def test_gemm_short_many_tiles(dev, M, N, K, L, kernel, layout, rng):
+    _check_sm90a_gemm(dev, M, N, K, L, layout, "float32", rng)
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,L,kernel", SHORT_MANY)
+def test_gemm_short_many_tiles_kernel(dev, M, N, K, L, kernel, rng):
+    found, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent|tail")
+    assert kernel in {k for k, _ in found}, names
+    assert not any("nvfp4_sm90_gemm_kernel" in n for n in names), names

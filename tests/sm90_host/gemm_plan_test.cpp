@@ -184,7 +184,10 @@ static void test_known_shapes() {
       {512, 2048, 4096, 1, true, GemmPath::kPredecoded, 2, false},   // 64 tiles, 32 blocks: 2 CTAs of 16
       {1024, 1024, 4096, 1, true, GemmPath::kPredecoded, 2, false},  // 64 tiles, 2 CTAs of 16 blocks
       {1024, 2048, 4096, 1, true, GemmPath::kPredecoded, 1, false},  // 128 tiles <= 132 SMs: not persistent
-      {128, 7168, 1024, 1, true, GemmPath::kFused, 2, true},         // K < 2048: never pre-decoded
+      {128, 7168, 1024, 1, true, GemmPath::kFused, 2, true},         // short slices, tiles < SMs: fused
+      {4096, 4096, 1024, 1, true, GemmPath::kPersistent, 1, false},  // short slices, 1024 tiles > SMs: the pass
+      {512, 7168, 1024, 1, true, GemmPath::kPersistent, 1, false},   // 224 tiles
+      {256, 7168, 256, 1, true, GemmPath::kFused, 1, true},          // 112 tiles <= 132 SMs: fused
       {300, 300, 96, 3, true, GemmPath::kFused, 1, true},            // one K block: one CTA per tile
       // (3..64 tokens run on the decode kernel: test_decode_route; 65 has the same single token tile)
       {65, 256, 8192, 1, true, GemmPath::kFused, 8, true},           // 2 tiles, 64 blocks: 8 CTAs of 8
@@ -464,6 +467,10 @@ static void test_invariants(std::mt19937_64& rng) {
     const int fused_splits = choose_splits_fitting(d.fused_clusters, tiles128, num_kb, d.sm_count);
     const bool fused_short = (num_kb + fused_splits - 1) / fused_splits <= kShortChainBlocks;
     const size_t token = token_workspace_bytes(M, K, L);
+    // the pass pays off for long promoted slices (K >= kPredecodeMinK) or more tiles than SMs
+    const bool many_tiles = tiles128 > d.sm_count;
+    const bool pass_due = ws == SIZE_MAX && token <= kTokenWorkspaceMaxBytes &&
+                          ((K >= kPredecodeMinK && !fused_short) || many_tiles);
     // scale staging: scales no TMA box reads (blocked with K % 128 != 0, linear with K % 256
     // != 0; these operands are aligned) are staged given the workspace, the tokens' only
     // where the fused kernel reads them, after the token workspace
@@ -481,8 +488,7 @@ static void test_invariants(std::mt19937_64& rng) {
     if (pre) {
       ++pre_seen;
       persistent_seen += g.path == GemmPath::kPersistent;
-      CHECK(ws == SIZE_MAX && K >= kPredecodeMinK && !fused_short && token <= kTokenWorkspaceMaxBytes,
-            "pre-decoded where the fused kernel or no workspace was due");
+      CHECK(pass_due, "pre-decoded where the fused kernel or no workspace was due");
       CHECK(g.workspace_bytes == token + wb && token % 256 == 0 &&
                 token >= static_cast<size_t>(L * M * ((K + 127) / 128 * 128) * 2),
             "workspace %zu", g.workspace_bytes);
@@ -510,8 +516,7 @@ static void test_invariants(std::mt19937_64& rng) {
       short_seen += g.short_chain;
       CHECK(g.splits == fused_splits && g.short_chain == fused_short, "fused split / chain");
       CHECK(g.short_chain == ((num_kb + g.splits - 1) / g.splits <= kShortChainBlocks), "short-chain rule");
-      CHECK(!(ws == SIZE_MAX && K >= kPredecodeMinK && !fused_short && token <= kTokenWorkspaceMaxBytes),
-            "fused where the pre-decoded path was due");
+      CHECK(!pass_due, "fused where the pre-decoded path was due");
       CHECK(g.workspace_bytes == wb + xb && g.x_box_rows == token_box_rows(M), "fused workspace, token box");
     }
     // the workspace query (SIZE_MAX) and a run given exactly that workspace agree
@@ -800,6 +805,86 @@ static void test_token_tile() {
         "token boxes");
 }
 
+// ---------------------------------------------------------------------------
+// Operand roles: which problems run as Cᵀ = B·Aᵀ, and that the swapped problem's strides
+// address C's elements (a small float GEMM through both problems' strides)
+// ---------------------------------------------------------------------------
+static void test_roles(std::mt19937_64& rng) {
+  const GemmDeviceNumbers dev = h100();
+  CHECK(swap_roles(dense(4096, 128, 4096)) && swap_roles(dense(4096, 16, 7168)) && swap_roles(dense(16384, 1, 1024)) &&
+            swap_roles(dense(1000, 100, 7168, 2)) && swap_roles(dense(6144, 128, 2048)),
+        "few weight rows, many tokens, the pass's tokens past 24 MiB: swapped");
+  CHECK(!swap_roles(dense(4096, 129, 4096)) && !swap_roles(dense(128, 4096, 7168)) &&
+            !swap_roles(dense(4096, 4096, 4096)) && !swap_roles(dense(2, 1, 1024)),
+        "kept roles");
+  // the token bytes' edge (24 MiB = 6144 x 2048 x 2) and the ratio's (M >= 4 N)
+  CHECK(!swap_roles(dense(6143, 128, 2048)) && !swap_roles(dense(3000, 2, 1024)) && !swap_roles(dense(1000, 100, 7168)) &&
+            !swap_roles(dense(8192, 128, 512)) && !swap_roles(dense(4096, 128, 2048)),
+        "tokens that stay in L2: kept roles");
+  CHECK(!swap_roles(dense(511, 128, 1 << 16)) && swap_roles(dense(512, 128, 1 << 15)), "M >= 4 N");
+  {
+    // the swapped problems' routes: decode (16 tokens on 4096 rows), a GEMV (1 token), tiled with one token tile
+    const GemmProblem q16 = gemm_roles(dense(4096, 16, 7168));
+    CHECK(q16.M == 16 && q16.N == 4096 && plan_gemm(q16, dev, SIZE_MAX).path == GemmPath::kDecode, "N = 16: %s",
+          path_name(plan_gemm(q16, dev, SIZE_MAX).path));
+    CHECK(plan_gemm(gemm_roles(dense(16384, 1, 1024)), dev, SIZE_MAX).path == GemmPath::kGemvRoute, "N = 1: a GEMV");
+    // H100's cluster capacity (bench/NOTES.md: 30 clusters of 4): 32 tiles split 3, pre-decoded (as
+    // 128x4096x4096 runs today)
+    GemmDeviceNumbers h = dev;
+    h.fused_clusters[4] = h.predecoded_clusters[4] = 30;
+    const GemmPlan g = plan_gemm(gemm_roles(dense(4096, 128, 4096)), h, SIZE_MAX);
+    CHECK(g.tiles_x == 1 && g.tiles_w == 32 && g.path == GemmPath::kPredecoded && g.splits == 3 &&
+              g.workspace_bytes == token_workspace_bytes(128, 4096, 1),
+          "N = 128: one token tile, split 3, the pass over 128 rows (%s, %d, %zu bytes)", path_name(g.path), g.splits,
+          g.workspace_bytes);
+    const GemmPlan h2 = plan_gemm(gemm_roles(dense(8192, 128, 7168)), dev, SIZE_MAX);
+    CHECK(h2.tiles_x == 1 && h2.tiles_w == 64 && h2.workspace_bytes == token_workspace_bytes(128, 7168, 1),
+          "8192x128x7168: the pass over 128 rows, not 8192 (%zu bytes)", h2.workspace_bytes);
+    // a problem on the decode route keeps its roles (its checks are on the weights' side)
+    GemmProblem d = dense(32, 8, 1024, 1024);
+    CHECK(decode_route(d) && !swap_roles(d), "decode route: roles kept");
+  }
+  // strides: C[l, m, n] = sum_k A[l, m, k] B[l, n, k] through p's output strides equals the
+  // swapped problem's C'[l, n, m] = sum_k A'[l, n, k] B'[l, m, k] through its strides
+  for (int it = 0; it < 200; ++it) {
+    auto pick = [&](int64_t lo, int64_t hi) { return lo + static_cast<int64_t>(rng() % (hi - lo + 1)); };
+    const int64_t M = pick(1, 9), N = pick(1, 9), K = pick(1, 5), L = pick(1, 3);
+    const bool colmajor = rng() % 2 == 0;
+    GemmProblem p = dense(M, N, 32, L);
+    p.c.row_stride = colmajor ? 1 : N + 2;
+    p.c.col_stride = colmajor ? M + 3 : 1;
+    p.c.batch_stride = (colmajor ? (M + 3) * N : (N + 2) * M) + 5;
+    std::vector<double> A(L * M * K), B(L * N * K);
+    for (double& v : A) v = static_cast<double>(pick(-8, 8));
+    for (double& v : B) v = static_cast<double>(pick(-8, 8));
+    const size_t out_elems = static_cast<size_t>(L * p.c.batch_stride + 64);
+    std::vector<double> c1(out_elems, 0.0), c2(out_elems, 0.0);
+    // the problem as stated
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t m = 0; m < M; ++m)
+        for (int64_t n = 0; n < N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += A[(l * M + m) * K + k] * B[(l * N + n) * K + k];
+          c1[l * p.c.batch_stride + m * p.c.row_stride + n * p.c.col_stride] = acc;
+        }
+    // the swapped problem: its tokens are B's rows, its weights A's
+    const GemmProblem q = swapped_roles(p);
+    CHECK(q.M == N && q.N == M && q.a.data == p.b.data && q.sfa.data == p.sfb.data && q.b.data == p.a.data &&
+              q.sfb.data == p.sfa.data && q.c.batch_stride == p.c.batch_stride && q.c.data == p.c.data,
+          "swapped operands");
+    for (int64_t l = 0; l < L; ++l)
+      for (int64_t m = 0; m < q.M; ++m)
+        for (int64_t n = 0; n < q.N; ++n) {
+          double acc = 0;
+          for (int64_t k = 0; k < K; ++k) acc += B[(l * q.M + m) * K + k] * A[(l * q.N + n) * K + k];
+          c2[l * q.c.batch_stride + m * q.c.row_stride + n * q.c.col_stride] = acc;
+        }
+    CHECK(c1 == c2, "it %d: %lldx%lldx%lld L=%lld %s: swapped strides address other elements", it,
+          static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K), static_cast<long long>(L),
+          colmajor ? "column-major" : "row-major");
+  }
+}
+
 int main() {
   std::mt19937_64 rng(20261125);
   test_support();
@@ -809,5 +894,6 @@ int main() {
   test_decode_route();
   test_packed();
   test_token_tile();
+  test_roles(rng);
   return check_summary();
 }

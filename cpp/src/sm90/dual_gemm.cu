@@ -151,20 +151,30 @@ struct ComposedPlan {
   size_t total() const { return 2 * product_bytes + gemm_bytes; }
 };
 
-// NOT_SUPPORTED (nothing launched) when a GEMM of the first chunk would refuse: every
-// chunk has the same operands, strides and layouts, and no more rows than the first.
+// NOT_SUPPORTED (nothing launched) when a GEMM of the first or the last chunk would refuse:
+// every chunk has the same operands, strides and layouts and starts at a multiple of 128
+// rows (the same alignment); all but the last have the first's rows.
 nvfp4_status_t plan_composed(const DualGemmProblem& p, const Exec& exec, ComposedPlan* plan) {
   plan->rows = chunk_rows(p);
   plan->product_bytes = round_up(static_cast<size_t>(p.L * plan->rows * p.N) * sizeof(float));
-  const GemmProblem g1 = product(p, 0, plan->rows, p.b1, p.sfb1, p.alpha1, nullptr);
-  const GemmProblem g2 = product(p, 0, plan->rows, p.b2, p.sfb2, p.alpha2, nullptr);
-  // g2: the same A, M, N, K, L, hence the same path and token workspace, but its own weights'
-  // scales may need staging where g1's do not: the larger of the two
-  size_t bytes1 = 0, bytes2 = 0;
-  nvfp4_status_t st = gemm_supported(g1, exec, &bytes1);
-  if (st == NVFP4_SUCCESS) st = gemm_supported(g2, exec, &bytes2);
-  if (st != NVFP4_SUCCESS) return st;
-  plan->gemm_bytes = round_up(bytes1 > bytes2 ? bytes1 : bytes2);
+  // The first chunk and the last (the only other row count): a GEMM's roles and route depend
+  // on its rows (gemm_plan.hpp swap_roles), so the last chunk may take another path and refuse
+  // where the first did not; checked before anything runs. g2 has g1's A, M, N, K, L, but its
+  // own weights' scales may need staging where g1's do not: the largest of the queries.
+  const int64_t last_m0 = (p.M - 1) / plan->rows * plan->rows;
+  size_t bytes = 0;
+  for (int64_t m0 : {int64_t{0}, last_m0}) {
+    const int64_t rows = p.M - m0 < plan->rows ? p.M - m0 : plan->rows;
+    for (int w = 0; w < 2; ++w) {
+      const GemmProblem g = w == 0 ? product(p, m0, rows, p.b1, p.sfb1, p.alpha1, nullptr)
+                                   : product(p, m0, rows, p.b2, p.sfb2, p.alpha2, nullptr);
+      size_t b = 0;
+      const nvfp4_status_t st = gemm_supported(g, exec, &b);
+      if (st != NVFP4_SUCCESS) return st;
+      if (b > bytes) bytes = b;
+    }
+  }
+  plan->gemm_bytes = round_up(bytes);
   return NVFP4_SUCCESS;
 }
 

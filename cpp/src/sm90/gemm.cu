@@ -8,7 +8,7 @@
 //   - fused (kernel/gemm_fused.cuh): every CTA decodes its token tile; split-K over a
 //     cluster; the instance without accumulator promotion where every CTA's K slice is short;
 //   - pre-decoded (kernel/gemm_predecoded.cuh), when the CTAs' K slices would need promotion
-//     (K >= 1024) and the caller gave the token workspace: the token pass
+//     (K >= 1024) or the fused tiles outnumber the SMs, and the caller gave the token workspace: the token pass
 //     (kernel/token_predecode.cuh) decodes the tokens once into fp16, the GEMM decodes only
 //     the weights; where every tile has one CTA and tiles outnumber SMs, its persistent form
 //     (kernel/gemm_persistent.cuh), whose partial last round, where it is at most half the
@@ -17,6 +17,7 @@
 //     round). Both in two token-tile widths: 128, and 136 where that
 //     needs fewer tiles for less work (gemm_plan.hpp choose_token_tile: e.g. M = 129..136
 //     in one tile instead of two).
+// Where B has few rows and A many, the roles swap (gemm_plan.hpp swap_roles: Cᵀ = B·Aᵀ).
 // Scales that no TMA box can read (K % 256 != 0 in the linear layout, K % 128 != 0 blocked)
 // are first staged into the workspace (kernel/scale_stage.cuh, scale_stage.cu).
 // This file encodes the tensor maps (tma.hpp), fills the kernel parameters, and launches
@@ -319,7 +320,8 @@ nvfp4_status_t launch_token_predecode(const Fp4Operand& a, const ScaleOperand& s
   return launch(nvfp4_sm90_x_predecode_kernel, shape, cuda_stream(exec), xp);
 }
 
-nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec, size_t* workspace) {
+nvfp4_status_t gemm_supported(const GemmProblem& p0, const Exec& exec, size_t* workspace) {
+  const GemmProblem p = gemm_roles(p0);
   if (workspace != nullptr) *workspace = 0;
   if (const char* why = gemm_refusal(p, exec, nullptr, nullptr)) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", why);
   if (workspace != nullptr) *workspace = accepted_gemm_workspace(p, exec);
@@ -329,12 +331,17 @@ nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec, size_t* wo
 // Scratch of the pre-decoded paths (the fp16 token workspace) and of staged scales, exactly
 // where gemm() would take them given it; 0 where another backend, or the fused kernel on
 // directly readable scales, runs the problem. Nothing in it needs to be zeroed.
-size_t gemm_workspace(const GemmProblem& p, const Exec& exec) {
+size_t gemm_workspace(const GemmProblem& p0, const Exec& exec) {
+  const GemmProblem p = gemm_roles(p0);
   if (gemm_refusal(p, exec, nullptr, nullptr) != nullptr) return 0;  // the next backend runs it: no scratch
   return accepted_gemm_workspace(p, exec);
 }
 
-nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) { return run_gemm(p, exec, false); }
-nvfp4_status_t gemm_same_tokens(const GemmProblem& p, const Exec& exec) { return run_gemm(p, exec, true); }
+// Both run gemm_roles(p) (B's few rows as the tokens where swap_roles). A swapped problem's
+// "tokens" are B, not the A the caller shares, so gemm_same_tokens decodes them itself.
+nvfp4_status_t gemm(const GemmProblem& p, const Exec& exec) { return run_gemm(gemm_roles(p), exec, false); }
+nvfp4_status_t gemm_same_tokens(const GemmProblem& p, const Exec& exec) {
+  return swap_roles(p) ? run_gemm(swapped_roles(p), exec, false) : run_gemm(p, exec, true);
+}
 
 }  // namespace nvfp4::sm90

@@ -52,6 +52,42 @@ inline bool decode_route(const GemmProblem& p) {
          p.N * p.L >= gemv_detail::decode_min_rows(p.M) && gemv_detail::decode_unsupported(p) == nullptr;
 }
 
+// Operand roles. The kernels treat A's rows as tokens (decoded once by the pass into fp16, or
+// per weight tile by the fused kernel; 128 / 136 per tile) and B's as weights (decoded per
+// token tile in the main loop, 128 per tile). Where B has few rows (N <= kSwapMaxN), A many
+// (M >= kSwapMinRatio * N) and the pass's fp16 tokens would not stay in L2 (M·K·L·2 bytes >=
+// kSwapMinTokenBytes), gemm() runs Cᵀ = B·Aᵀ instead: B's few rows become the tokens (a small
+// pass and one token tile, or the decode / GEMV routes for 3..16 / 1..2 of them) and A's many
+// rows the weights, streamed as fp4. H100 graph µs, kept roles -> swapped (session 17,
+// bench/NOTES.md): the kept roles step where the tokens pass 16 MB (N = 128: 4096x128x2048
+// 12.1, 4096x128x4096 32.1, the fp16 round trip leaving the 50 MB L2), and swapping pays from
+// there (4096x128x4096 32.1 -> 27.2, 8192x128x7168 112.1 -> 48.4, 4096x16x7168 60.2 -> 16.0,
+// 8500x64x4096 65.4 -> 41.0); below it the kept roles win (8192x128x512 9.1 -> 26.0,
+// 2048x128x4096 13.4 -> 17.3, 1000x100x7168 13.6 -> 15.2). The output's row and column
+// strides swap with the roles (its stores then go by C's columns).
+constexpr int64_t kSwapMaxN = 128;
+constexpr int64_t kSwapMinRatio = 4;
+constexpr int64_t kSwapMinTokenBytes = int64_t(24) << 20;
+// (Not where p already takes the decode route: its preconditions are on the weights' side.)
+inline bool swap_roles(const GemmProblem& p) {
+  return p.N > 0 && p.N <= kSwapMaxN && p.M >= kSwapMinRatio * p.N && 2 * p.M * p.K * p.L >= kSwapMinTokenBytes &&
+         !decode_route(p);
+}
+inline GemmProblem swapped_roles(const GemmProblem& p) {
+  GemmProblem q = p;
+  q.M = p.N;
+  q.N = p.M;
+  q.a = p.b;
+  q.sfa = p.sfb;
+  q.b = p.a;
+  q.sfb = p.sfa;
+  q.c.row_stride = p.c.col_stride;  // C'[l, n, m] = C[l, m, n]
+  q.c.col_stride = p.c.row_stride;
+  return q;
+}
+// The problem gemm() runs for p.
+inline GemmProblem gemm_roles(const GemmProblem& p) { return swap_roles(p) ? swapped_roles(p) : p; }
+
 // Pre-decoded path: the tokens decoded once into an fp16 workspace (kernel/token_predecode.cuh)
 // when K >= kPredecodeMinK, the workspace fits kTokenWorkspaceMaxBytes, and the fused kernel
 // would give a CTA more than kShortChainBlocks K blocks (i.e. would need accumulator
@@ -63,8 +99,8 @@ inline bool decode_route(const GemmProblem& p) {
 // decoding each token once instead of once per weight tile outweighs reading it as fp16).
 // 1024 rather than 2048 (H100, session 16, graph µs 2048 -> 1024: 1536^3 38.6 -> 30.0,
 // 2048x2048x1536 37.9 -> 31.7, 3000x5000x1536 155.0 -> 104.7; it changes only K = 1152..1984
-// with promoted fused slices: short slices, e.g. 128x7168x1024 / 1536 and 4096x4096x1024,
-// keep the unpromoted fused kernel).
+// with promoted fused slices). Short slices keep the unpromoted fused kernel (128x7168x1024 /
+// 1536) unless the fused tiles outnumber the SMs (plan_gemm: many_tiles, any K).
 constexpr int64_t kPredecodeMinK = 1024;
 // Cap on the token workspace (2 bytes per token element): 1 GiB, e.g. 32768 tokens x K 16384.
 constexpr size_t kTokenWorkspaceMaxBytes = size_t(1) << 30;
@@ -375,9 +411,14 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
   // ceil(num_kb / splits) blocks, tile_scheduler.cuh) fit one unpromoted chain.
   const int fused_splits = choose_splits_fitting(dev.fused_clusters, g.tiles, g.num_kb, dev.sm_count);
   const bool fused_short = (g.num_kb + fused_splits - 1) / fused_splits <= kShortChainBlocks;
-  const size_t token_bytes = p.K >= kPredecodeMinK ? token_workspace_bytes(p.M, p.K, p.L) : 0;
-  const bool predecode = token_bytes > 0 && token_bytes <= kTokenWorkspaceMaxBytes && !fused_short &&
-                         workspace >= token_bytes;
+  // More tiles than SMs: the fused kernel would decode every token tile once per weight tile,
+  // round after round, however short its slices (4096x4096x1024: 108 µs, 1.74 µs per block
+  // against the pre-decoded kernel's ~0.84): the persistent pre-decoded kernel takes them.
+  const bool many_tiles = g.tiles > dev.sm_count;
+  const size_t token_bytes =
+      p.K >= kPredecodeMinK || many_tiles ? token_workspace_bytes(p.M, p.K, p.L) : 0;
+  const bool predecode = token_bytes > 0 && token_bytes <= kTokenWorkspaceMaxBytes &&
+                         (!fused_short || many_tiles) && workspace >= token_bytes;
   if (!predecode) {
     g.path = GemmPath::kFused;
     g.short_chain = fused_short;

@@ -18,7 +18,8 @@ nvfp4_status_t gemm_supported(const GemmProblem& p, const Exec& exec, size_t* wo
 // gemm(p) right after a gemm() on the same stream with the same tokens (a, sfa, M, K, L)
 // and the same exec.workspace: where that call pre-decoded the tokens into the workspace,
 // this one reads them from there instead of decoding them again (one launch and one
-// pass over A fewer: the dual GEMM's second product).
+// pass over A fewer: the dual GEMM's second product). A problem gemm() runs with swapped
+// roles (gemm_plan.hpp swap_roles) decodes its own tokens (B's rows) instead.
 nvfp4_status_t gemm_same_tokens(const GemmProblem& p, const Exec& exec);
 // The decode-regime GEMM (gemm_decode.cu): gemm() runs it where gemm_plan.hpp's
 // decode_route(p) holds (2..16 tokens, >= 4096 weight rows, aligned operands).

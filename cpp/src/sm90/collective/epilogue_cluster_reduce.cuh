@@ -187,6 +187,11 @@ struct EpilogueClusterReduceT {
 
   // This CTA's rows of the tile (rank * kTileX / S .. (rank + 1) * kTileX / S; S need not
   // divide kTileX), summed over the S split tiles in rank order (deterministic), scaled and stored.
+  // A thread's unit is 4 adjacent weight rows of one token. Consecutive threads take
+  // consecutive weight rows where C's rows are contiguous, consecutive tokens where its columns
+  // are (c_row_stride == 1: the problems gemm_plan.hpp swap_roles runs as Cᵀ = B·Aᵀ), so a
+  // warp's store covers 32 contiguous outputs either way (the shared-memory reads stay
+  // conflict-free: the 132-float pitch puts 8 consecutive tokens in 8 different bank quads).
   // S > 0: the split count at compile time, so a unit's S loads (S - 1 of them remote) are
   // all issued before the first add, and the DSMEM loads of two unrolled units may go out
   // together; with S a run-time loop bound they went out one at a time (together with alpha
@@ -201,10 +206,11 @@ struct EpilogueClusterReduceT {
     const int rows = (rank + 1) * kTileX / ns - row_begin;
     const int units = rows * (kTileW / 4);
     const int64_t cbase = static_cast<int64_t>(l) * p.c_batch_stride;
+    const bool by_token = p.c_row_stride == 1 && !p.c_vec4;
 #pragma unroll(S > 0 ? 2 : 1)
     for (int u = threadIdx.x; u < units; u += blockDim.x) {
-      const int xr = row_begin + u / (kTileW / 4);
-      const int wc = (u % (kTileW / 4)) * 4;
+      const int xr = row_begin + (by_token ? u % rows : u / (kTileW / 4));
+      const int wc = (by_token ? u / rows : u % (kTileW / 4)) * 4;
       const int64_t m = x0 + xr, n = w0 + wc;
       if (m >= p.M || n >= p.N) continue;
       const uint32_t off = static_cast<uint32_t>((xr * kPitch + wc) * 4);
