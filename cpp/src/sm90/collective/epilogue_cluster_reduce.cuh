@@ -103,7 +103,8 @@ struct EpilogueClusterReduceT {
     ptx::stg128(c, make_uint4(__float_as_uint(v0), __float_as_uint(v1), __float_as_uint(v2), __float_as_uint(v3)));
   }
 
-  // Interior tile with contiguous, 4-element-aligned output rows (c_vec4). A warp's fragment
+  // A tile with contiguous, 4-element-aligned output rows (c_vec4) and all its weight rows
+  // inside N; tokens past M are skipped. A warp's fragment
   // holds, per group of 8 tokens j, 16 consecutive weight rows (n) of 8 tokens (m): lane
   // (g, t) has rows r + g and r + g + 8 of tokens 2t and 2t + 1. The four lanes g = 4b + i
   // (i = 0..3, same b and t; lanes 4 apart) transpose their 4 x 4 values in two shuffle
@@ -123,9 +124,11 @@ struct EpilogueClusterReduceT {
     const int g = lane >> 2, t = lane & 3, i = g & 3;
     const bool odd = (i & 1) != 0, high = (i & 2) != 0;
     const int row = (cw >> 2) * 64 + (cw & 3) * 16 + 8 * (i >> 1) + 4 * (g >> 2);  // first of the lane's 4
-    H* c = static_cast<H*>(p.c) + static_cast<int64_t>(l) * p.c_batch_stride +
-           (x0 + 2 * t + (i & 1)) * p.c_row_stride + (w0 + row);
+    const int64_t m = x0 + 2 * t + (i & 1);  // the lane's token at j = 0
+    H* c = static_cast<H*>(p.c) + static_cast<int64_t>(l) * p.c_batch_stride + m * p.c_row_stride + (w0 + row);
     const int64_t step = 8 * p.c_row_stride;  // next j: 8 tokens on
+    // tokens past M (a partial last token tile) are not stored; the shuffles still run in every lane
+    const int64_t jm = p.M - m;  // j < jm / 8 (j * 8 < jm) stores
 #pragma unroll
     for (int j = 0; j < kTileX / 8; ++j) {
       // element k = 2h + e: row r + g + 8h, token 2t + e
@@ -138,20 +141,23 @@ struct EpilogueClusterReduceT {
       if (high) v0 = r; else v2 = r;
       r = __shfl_xor_sync(0xFFFFFFFFu, high ? v1 : v3, 8);
       if (high) v1 = r; else v3 = r;
-      store_row4(c, output_value(v0, alpha), output_value(v1, alpha), output_value(v2, alpha),
-                 output_value(v3, alpha));
+      if (8 * j < jm)
+        store_row4(c, output_value(v0, alpha), output_value(v1, alpha), output_value(v2, alpha),
+                   output_value(v3, alpha));
       c += step;
     }
   }
 
   // Consumer thread ctid: its 64 x kTileX wgmma fragment straight to C (no shared memory, no
   // barrier: the persistent kernels' producer is already filling the ring with the next
-  // tile). Interior tiles with aligned contiguous rows by fours (store_fragment_quads above);
-  // otherwise one store per output, predicated (per store instruction a warp writes 8
-  // consecutive weight rows (n) of 4 tokens).
+  // tile). Tiles with all their weight rows inside N and aligned contiguous rows by fours
+  // (store_fragment_quads above; a partial last token tile too, its missing tokens skipped:
+  // the per-output loop below, ~35 instructions per output, had 320x7168^2 at 94.4 µs against
+  // 384x7168^2's 83.3, H100 graph; now 78.4 / 79.6, bench/NOTES.md session 17); otherwise one store per output,
+  // predicated (per store instruction a warp writes 8 consecutive weight rows (n) of 4 tokens).
   static __device__ __forceinline__ void store_fragment(const GemmParams& p, int ctid, const float (&acc)[kAccRegs],
                                                         int64_t w0, int64_t x0, int32_t l, float alpha) {
-    if (p.c_vec4 && x0 + kTileX <= p.M && w0 + kTileW <= p.N) {  // (uniform over the CTA)
+    if (p.c_vec4 && w0 + kTileW <= p.N) {  // (uniform over the CTA)
       if (p.c_dtype == 4 /*fp16*/) {
         store_fragment_quads<__half>(p, ctid, acc, w0, x0, l, alpha);
         return;
