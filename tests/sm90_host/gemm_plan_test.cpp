@@ -496,17 +496,24 @@ static void test_invariants(std::mt19937_64& rng) {
             g.x_box_rows);
       CHECK((g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
       // the tile rule, recomputed: the wide tile only where it needs fewer token tiles and the
-      // busiest SM's MMA work (waves x blocks per CTA x tile width) is at least 1/8 smaller
+      // busiest SM's MMA work (K blocks x tile width: waves x blocks per CTA, or the persistent
+      // kernel's whole rounds + its last round or split-K tail) is at least 1/32 smaller
       auto span = [&](int32_t tx, const int(&cl)[kMaxSplits + 1]) {
         const int64_t t = tiles_w * ((M + tx - 1) / tx) * L;
         const int s = choose_splits_fitting(cl, t, num_kb, d.sm_count);
         const bool persistent = s == 1 && t > d.sm_count;
-        const int64_t per_sm = persistent ? (t + d.sm_count - 1) / d.sm_count : (t * s + d.sm_count - 1) / d.sm_count;
-        return per_sm * (persistent ? num_kb : (num_kb + s - 1) / s) * tx;
+        if (!persistent) return (t * s + d.sm_count - 1) / d.sm_count * ((num_kb + s - 1) / s) * tx;
+        const int64_t part = t % d.sm_count;
+        int64_t last = part == 0 ? 0 : num_kb;
+        if (part > 0 && 2 * part <= d.sm_count) {  // choose_tail's conditions, written out
+          const int ts = choose_splits_fitting(cl, part, num_kb, d.sm_count);
+          if (ts >= 2 && num_kb - (num_kb + ts - 1) / ts > kTailFixedBlocks) last = (num_kb + ts - 1) / ts + kTailFixedBlocks;
+        }
+        return (t / d.sm_count * num_kb + last) * tx;
       };
       const bool fewer = (M + kTileXWide - 1) / kTileXWide < (M + kTileX - 1) / kTileX;
-      CHECK(wide == (fewer && 8 * span(kTileXWide, d.predecoded_wide_clusters) <=
-                                  7 * span(kTileX, d.predecoded_clusters)),
+      CHECK(wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
+                                  31 * span(kTileX, d.predecoded_clusters)),
             "tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
       wide_seen += wide;
       wide_persistent_seen += wide && g.path == GemmPath::kPersistent;
@@ -740,7 +747,7 @@ static void test_token_tile() {
       {257, 7168, 7168, 1, 136, 2, GemmPath::kPredecoded, 1},   // 56 x 136 against 168 tiles: 2 x 56 x 128
       {272, 7168, 7168, 1, 136, 2, GemmPath::kPredecoded, 1},
       {273, 7168, 7168, 1, 128, 3, GemmPath::kPersistent, 1},
-      {385, 7168, 7168, 1, 128, 4, GemmPath::kPersistent, 1},   // 224 or 168 tiles: 2 per SM either way
+      {385, 7168, 7168, 1, 136, 3, GemmPath::kPersistent, 1},   // 168 tiles: a round + a 36-tile tail, against 224: 2 rounds
       {512, 7168, 7168, 1, 128, 4, GemmPath::kPersistent, 1},   // 2 x 56 x 128
       {513, 7168, 7168, 1, 136, 4, GemmPath::kPersistent, 1},   // 224 tiles, 2 per SM, against 280: 3
       {1024, 7168, 7168, 1, 128, 8, GemmPath::kPersistent, 1},

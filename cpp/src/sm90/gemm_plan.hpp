@@ -337,14 +337,17 @@ inline TailChoice choose_tail(const int (&clusters)[kMaxSplits + 1], int64_t til
 //
 // Model (the MMA-bound worst case of the wider tile; weight decode per tile is the same at
 // both widths, so fewer tiles only help it): the busiest SM's work, in K blocks x token
-// columns: waves of one CTA per SM x blocks per CTA x tile width, for the split and path
-// (persistent or not) each width would get. The wide tile runs where it needs fewer token
-// tiles and the model gives it at least 1/8 less work (kWideTileGain): M = 129 28 x 136
-// against 56 x 128; M = 257 (N = 7168) 56 x 136 against 2 x 56 x 128 (168 tiles > 132 SMs:
-// persistent); M = 513 2 x 56 x 136 against 3 x 56 x 128. Not M = 137 (two tiles at either
-// width), 1025 (448 or 504 tiles: 4 on the busiest SM either way), 2049 (7 x 136 against
-// 8 x 128: 7% less) nor 8192^3 (30 x 136 against 32 x 128: 0.4% less): where the model
-// predicts little, the measured 128-token kernel keeps the shape.
+// columns: waves of one CTA per SM x blocks per CTA x tile width, or for the persistent
+// kernel its whole rounds + its last round (a full round, or the split-K tail of choose_tail
+// with its fixed cost) x tile width. The wide tile runs where it needs fewer token tiles and
+// the model gives it at least 1/32 less work (kWideTileGain): M = 129 28 x 136 against 56 x
+// 128; M = 408 (N = K = 7168) 168 tiles (a round + a 36-tile tail, 56 + 19 + 16 blocks) x 136
+// against 224 (2 rounds) x 128. Not M = 137 (two tiles at either width), 2049 (1.3% less)
+// nor 8192^3 (0.4% less). H100 graph µs, session 17 (bench/NOTES.md), with the tail in the
+// model and 1/32 (was: no tail, 1/8): 408x7168^2 93.9 -> 80.0, 660x7168^2 143.4 -> 126.0,
+// 1850x7168^2 340.0 -> 316.7, 3100x7168^2 552.1 -> 496.3, 660x4096x7168 89.2 -> 80.6,
+// 4400x4096^2 267.6 -> 253.1, 5500x2048x7168 291.3 -> 274.4; unchanged 530 and 1200x7168^2
+// (the tail alone, 1/8 kept, flipped those to 128 and lost 8-15%).
 struct TokenTiling {
   int32_t tile_x = kTileX;
   int64_t tiles_x = 0, tiles = 0;
@@ -363,12 +366,18 @@ inline TokenTiling token_tiling(const GemmProblem& p, int64_t tiles_w, int32_t n
   // shapes, H100).
   t.persistent = t.splits == 1 && t.tiles > sm_count;
   const int64_t sms = sm_count > 0 ? sm_count : 1;
-  const int64_t per_sm = t.persistent ? (t.tiles + sms - 1) / sms : (t.tiles * t.splits + sms - 1) / sms;
-  const int64_t blocks = t.persistent ? num_kb : (num_kb + t.splits - 1) / t.splits;
-  t.span = per_sm * blocks * tile_x;
+  if (t.persistent) {
+    // whole rounds, then the partial last one: a round, or the split-K tail kernel and its fixed cost
+    const TailChoice tail = choose_tail(clusters, t.tiles, num_kb, sm_count);
+    const int64_t last = tail.tiles > 0 ? (num_kb + tail.splits - 1) / tail.splits + kTailFixedBlocks
+                                        : (t.tiles % sms != 0 ? num_kb : 0);
+    t.span = ((t.tiles / sms) * num_kb + last) * tile_x;
+  } else {
+    t.span = (t.tiles * t.splits + sms - 1) / sms * ((num_kb + t.splits - 1) / t.splits) * tile_x;
+  }
   return t;
 }
-constexpr int kWideTileGain = 8;  // the wide tile needs span <= (1 - 1/8) x the 128-token tile's
+constexpr int kWideTileGain = 32;  // the wide tile needs span <= (1 - 1/32) x the 128-token tile's
 inline TokenTiling choose_token_tile(const GemmProblem& p, int64_t tiles_w, int32_t num_kb,
                                      const GemmDeviceNumbers& dev) {
   const TokenTiling narrow = token_tiling(p, tiles_w, num_kb, dev.predecoded_clusters, dev.sm_count, kTileX);
