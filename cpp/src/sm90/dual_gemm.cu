@@ -370,12 +370,10 @@ nvfp4_status_t run_fused(const DualGemmProblem& p, const Exec& exec, const DualP
   DualGemmProblem q = p;
   StageRequest req[2];
   if (plan.stage_w) {
-    void* dst1 = ws + plan.stage_offset;
-    void* dst2 = ws + plan.stage_offset + staged_sf_bytes(p.N, p.K, p.L);
-    req[0] = StageRequest{p.sfb1, p.N, p.K, dst1};
-    req[1] = StageRequest{p.sfb2, p.N, p.K, dst2};
-    q.sfb1 = staged_scales(dst1, p.N, p.K);
-    q.sfb2 = staged_scales(dst2, p.N, p.K);
+    req[0] = StageRequest{p.sfb1, p.N, p.K, ws + plan.stage_offset};
+    req[1] = StageRequest{p.sfb2, p.N, p.K, ws + plan.stage_offset + staged_sf_bytes(p.N, p.K, p.L)};
+    q.sfb1 = req[0].staged();
+    q.sfb2 = req[1].staged();
   }
   DualParams kp = dual_params(q, plan);
   CUtensorMap maps[6];

@@ -216,12 +216,12 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
     StageRequest req[2];
     int n = 0;
     if (plan.stage_w) {
-      req[n++] = StageRequest{p.sfb, p.N, p.K, ws + plan.stage_w_offset};
-      q.sfb = staged_scales(ws + plan.stage_w_offset, p.N, p.K);
+      req[n] = StageRequest{p.sfb, p.N, p.K, ws + plan.stage_w_offset};
+      q.sfb = req[n++].staged();
     }
     if (plan.stage_x) {
-      req[n++] = StageRequest{p.sfa, p.M, p.K, ws + plan.stage_x_offset};
-      q.sfa = staged_scales(ws + plan.stage_x_offset, p.M, p.K);
+      req[n] = StageRequest{p.sfa, p.M, p.K, ws + plan.stage_x_offset};
+      q.sfa = req[n++].staged();
     }
     st = launch_scale_stage(req, n, p.L, exec);
     if (st != NVFP4_SUCCESS) return st;

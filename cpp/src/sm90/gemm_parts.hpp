@@ -33,15 +33,15 @@ nvfp4_status_t launch_token_predecode(const Fp4Operand& a, const ScaleOperand& s
 // Scale staging (kernel/scale_stage.cuh, scale_stage.cu): copies up to kScaleStageMaxOps
 // scale operands (each rows x K/16 scales, L batches, any layout and alignment) to their dst
 // as linear rows of staged_sf_cols(K) bytes, as a programmatic dependent of the grid before
-// it (the token pass and the GEMM after it wait for it before reading dst). staged_scales:
-// dst as an operand.
+// it (the token pass and the GEMM after it wait for it before reading dst). staged(): dst as
+// the operand the GEMM reads.
 struct StageRequest {
   ScaleOperand src;
   int64_t rows, K;
   void* dst;
+  ScaleOperand staged() const;
 };
 constexpr int kScaleStageMaxOps = 64;  // the grouped GEMM's groups per chunk (kGroupedMaxGroups)
 nvfp4_status_t launch_scale_stage(const StageRequest* ops, int count, int64_t L, const Exec& exec);
-ScaleOperand staged_scales(void* dst, int64_t rows, int64_t K);
 
 }  // namespace nvfp4::sm90

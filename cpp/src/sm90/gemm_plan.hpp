@@ -58,13 +58,15 @@ inline bool decode_route(const GemmProblem& p) {
 // (M >= kSwapMinRatio * N) and the pass's fp16 tokens would not stay in L2 (M·K·L·2 bytes >=
 // kSwapMinTokenBytes), gemm() runs Cᵀ = B·Aᵀ instead: B's few rows become the tokens (a small
 // pass and one token tile, or the decode / GEMV routes for 3..16 / 1..2 of them) and A's many
-// rows the weights, streamed as fp4. H100 graph µs, kept roles -> swapped (session 17,
-// bench/NOTES.md): the kept roles step where the tokens pass 16 MB (N = 128: 4096x128x2048
-// 12.1, 4096x128x4096 32.1, the fp16 round trip leaving the 50 MB L2), and swapping pays from
-// there (4096x128x4096 32.1 -> 27.2, 8192x128x7168 112.1 -> 48.4, 4096x16x7168 60.2 -> 16.0,
-// 8500x64x4096 65.4 -> 41.0); below it the kept roles win (8192x128x512 9.1 -> 26.0,
-// 2048x128x4096 13.4 -> 17.3, 1000x100x7168 13.6 -> 15.2). The output's row and column
-// strides swap with the roles (its stores then go by C's columns).
+// rows the weights, streamed as fp4. H100 graph µs, kept roles -> swapped (bench/NOTES.md
+// session 17): the kept roles step where the tokens pass 16 MB (N = 128: 4096x128x2048 12.1,
+// 4096x128x4096 32.1, the fp16 round trip leaving the 50 MB L2), and swapping pays from there
+// (4096x128x4096 32.1 -> 21.4, 8192x128x7168 112.1 -> 34.7, 4096x16x7168 60.2 -> 16.0,
+// 8500x64x4096 65.4 -> 33.8); below it the kept roles win (8192x128x512 9.1 -> 26.0,
+// 2048x128x4096 13.4 -> 17.3, 1000x100x7168 13.6 -> 15.2; swapped with the column-wise
+// split-K stores, which cost at most these few µs more). The output's row and column strides
+// swap with the roles (its stores then go by C's columns: EpilogueClusterReduceT::reduce_rows
+// walks tokens fastest for them).
 constexpr int64_t kSwapMaxN = 128;
 constexpr int64_t kSwapMinRatio = 4;
 constexpr int64_t kSwapMinTokenBytes = int64_t(24) << 20;
@@ -343,11 +345,11 @@ inline TailChoice choose_tail(const int (&clusters)[kMaxSplits + 1], int64_t til
 // the model gives it at least 1/32 less work (kWideTileGain): M = 129 28 x 136 against 56 x
 // 128; M = 408 (N = K = 7168) 168 tiles (a round + a 36-tile tail, 56 + 19 + 16 blocks) x 136
 // against 224 (2 rounds) x 128. Not M = 137 (two tiles at either width), 2049 (1.3% less)
-// nor 8192^3 (0.4% less). H100 graph µs, session 17 (bench/NOTES.md), with the tail in the
-// model and 1/32 (was: no tail, 1/8): 408x7168^2 93.9 -> 80.0, 660x7168^2 143.4 -> 126.0,
-// 1850x7168^2 340.0 -> 316.7, 3100x7168^2 552.1 -> 496.3, 660x4096x7168 89.2 -> 80.6,
-// 4400x4096^2 267.6 -> 253.1, 5500x2048x7168 291.3 -> 274.4; unchanged 530 and 1200x7168^2
-// (the tail alone, 1/8 kept, flipped those to 128 and lost 8-15%).
+// nor 8192^3 (0.4% less). Measured (H100 graph µs, 128-token -> 136-token plan, bench/NOTES.md
+// session 17): 408x7168^2 93.9 -> 80.0, 660x7168^2 143.4 -> 126.0, 1850x7168^2 340.0 -> 316.7,
+// 3100x7168^2 552.1 -> 496.3, 4400x4096^2 267.6 -> 253.1, 5500x2048x7168 291.3 -> 274.4.
+// 1/32, not 1/8: shapes the model gives 4-12% less work wide (1200x7168^2, 2100x4096x7168,
+// 2900x3072x4096, 4300x2048x7168) ran 6-12% faster wide than narrow.
 struct TokenTiling {
   int32_t tile_x = kTileX;
   int64_t tiles_x = 0, tiles = 0;

@@ -126,9 +126,8 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
                   e.problem);
     ScaleOperand sfb = g.sfb;  // the weights' scales as the GEMM reads them (staged where planned)
     if (plan.stage_w) {
-      void* dst = static_cast<uint8_t*>(exec.workspace) + plan.stage_offset[i];
-      stage[i] = StageRequest{g.sfb, g.N, g.K, dst};
-      sfb = staged_scales(dst, g.N, g.K);
+      stage[i] = StageRequest{g.sfb, g.N, g.K, static_cast<uint8_t*>(exec.workspace) + plan.stage_offset[i]};
+      sfb = stage[i].staged();
       kp->g[i].sfb = sfb.data;
       kp->g[i].sfb_row_stride = sfb.row_stride;
     }

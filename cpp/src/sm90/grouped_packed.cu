@@ -125,9 +125,10 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
                 plan.workspace_bytes);
 
   // the weights' scales as the GEMM reads them: staged into the workspace where the plan says so
+  const StageRequest stage{p.sfb, p.N, p.K, static_cast<uint8_t*>(exec.workspace) + plan.stage_offset};
   ScaleOperand sfw = p.sfb;
   if (plan.stage_w) {
-    sfw = staged_scales(static_cast<uint8_t*>(exec.workspace) + plan.stage_offset, p.N, p.K);
+    sfw = stage.staged();
     if (!encode_linear_sf_map(&tmap_sfw, sfw, p.N, p.K, p.G)) plan.sf_mode = plan.sf_mode_without_tma;
   }
 
@@ -173,8 +174,7 @@ nvfp4_status_t grouped_gemm_packed(const PackedGroupedGemmProblem& p, const Exec
                         static_cast<int64_t>(plan.num_kb) * kBlockK, 1, static_cast<uint32_t>(plan.x_box_rows)))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a grouped gemm packed: cuTensorMapEncodeTiled rejected the workspace");
   if (plan.stage_w) {
-    const StageRequest req{p.sfb, p.N, p.K, static_cast<uint8_t*>(exec.workspace) + plan.stage_offset};
-    st = launch_scale_stage(&req, 1, p.G, exec);  // in front of the pass, which waits for it
+    st = launch_scale_stage(&stage, 1, p.G, exec);  // in front of the pass, which waits for it
     if (st != NVFP4_SUCCESS) return st;
   }
   st = launch_token_predecode(p.a, p.sfa, p.total_M, p.K, 1, exec.workspace, exec);

@@ -44,7 +44,7 @@ nvfp4_status_t launch_stage(const StageRequest* ops, int count, int64_t L, const
 
 }  // namespace
 
-ScaleOperand staged_scales(void* dst, int64_t rows, int64_t K) {
+ScaleOperand StageRequest::staged() const {
   ScaleOperand s;
   s.data = static_cast<const uint8_t*>(dst);
   s.layout = NVFP4_SF_LINEAR;

@@ -152,9 +152,10 @@ struct EpilogueClusterReduceT {
   // barrier: the persistent kernels' producer is already filling the ring with the next
   // tile). Tiles with all their weight rows inside N and aligned contiguous rows by fours
   // (store_fragment_quads above; a partial last token tile too, its missing tokens skipped:
-  // the per-output loop below, ~35 instructions per output, had 320x7168^2 at 94.4 µs against
-  // 384x7168^2's 83.3, H100 graph; now 78.4 / 79.6, bench/NOTES.md session 17); otherwise one store per output,
-  // predicated (per store instruction a warp writes 8 consecutive weight rows (n) of 4 tokens).
+  // through the per-output loop below, ~35 instructions per output, 320x7168^2's half-full
+  // tiles took it to 94.4 µs against 78.4 by fours, H100 graph, bench/NOTES.md session 17);
+  // otherwise one store per output, predicated (per store instruction a warp writes 8
+  // consecutive weight rows (n) of 4 tokens).
   static __device__ __forceinline__ void store_fragment(const GemmParams& p, int ctid, const float (&acc)[kAccRegs],
                                                         int64_t w0, int64_t x0, int32_t l, float alpha) {
     if (p.c_vec4 && w0 + kTileW <= p.N) {  // (uniform over the CTA)
