@@ -25,7 +25,7 @@ GEMM_ODD = [(1, 1000, 32, None), (7, 129, 96, 3), (129, 7, 32, None), (1000, 1, 
             (1030, 136, 2080, 2), (2050, 1000, 4096, None),  # sm90a: fused short chains + misaligned scales; M > 2048
             (100, 3000, 4096, None),  # sm90a: fused, 24 tiles x 4-CTA clusters
             (1030, 2000, 2080, 2),  # sm90a: persistent pre-decoded kernel, 136-token tiles (256), M/N/K tails
-            (100, 7168, 8192, 2), (137, 2000, 8192, 3)]  # sm90a: pre-decoded, token tails in padded batches
+            (100, 7168, 8192, 2), (137, 2000, 8192, 3)]  # sm90a: stream-K (55 / 47 blocks per CTA), token tails in padded batches
 
 
 def _gemm_case(dev, M, N, K, L, layout, rng, **kw):
@@ -93,7 +93,7 @@ TOKEN_TILE = [
     (136, 2048, 8192, 3, 136, "predecoded"),   # clusters of 2, batches
     (272, 2000, 4096, 1, 136, "predecoded"),   # clusters of 4, N tail
     (257, 7168, 2048, 1, 136, "predecoded"),   # one CTA per tile; the last tile holds one token
-    (257, 4000, 2048, 3, 136, "persistent"),   # 192 tiles, batches, N tail
+    (257, 4000, 2048, 3, 136, "streamk"),      # 192 tiles, batches, N tail (stream-K: 24 blocks per CTA)
     (1025, 4096, 2048, 1, 136, "persistent"),  # 256 tiles (against 288 of 128 tokens)
     (200, 4096, 4096, 1, 128, "predecoded"),   # two tiles at either width: the 128-token kernel
     (137, 2048, 8192, 1, 128, "predecoded"),
@@ -144,7 +144,7 @@ STAGED = [
     (128, 7168, 1440, 1, "kernel"),       # fused, 90-byte rows (2-byte aligned: byte loads before)
     (70, 520, 1056, 2, "kernel"),         # fused, 66-byte rows, batches, N tail
     (100, 4000, 7200, 1, "predecoded"),   # 450-byte rows, split over clusters
-    (300, 1000, 2080, 3, "predecoded"),   # 130-byte rows, batches
+    (300, 1000, 2080, 3, "streamk"),      # 130-byte rows, batches (72 tiles: stream-K, 10 blocks per CTA)
     (2048, 2048, 2336, 1, "persistent"),  # 146-byte rows, 256 tiles: persistent
 ]
 
@@ -202,8 +202,8 @@ SWAPPED = [
     (4096, 16, 7168, 1, "gemm_decode_kernel"),        # 16 tokens on 4096 rows: the decode route
     (16384, 1, 1024, 1, "gemv"),                      # one token: a GEMV over A's rows
     (7777, 60, 2080, 1, "scale_stage"),               # misaligned scales staged, then the tiled GEMM
-    (8500, 64, 4096, 2, "tail"),                      # 134 tiles: persistent + a 2-tile split-K tail
-    (20000, 100, 2080, 1, "persistent"),              # 157 tiles, persistent, staged scales
+    (8500, 64, 4096, 2, "streamk"),                   # 134 tiles: stream-K, 33 blocks per CTA
+    (20000, 100, 2080, 1, "streamk"),                 # 157 tiles, stream-K, staged scales
 ]
 
 
@@ -240,34 +240,86 @@ def test_gemm_swapped_roles_column_major_out(dev, rng):
 @pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
 def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
     """The plan's tile and kernel, seen in the kernel names (templates on the token tile)."""
-    found, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent")
+    found, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent|streamk")
     assert found == {(kernel, tile)}, names
 
 
-# The persistent kernel's partial last round as a split-K tail kernel (gemm_plan.hpp
-# choose_tail: at most half the SMs, more K blocks saved than its fixed cost), on 132 SMs:
-# (M, N, K, L, token tile).
-TAIL = [
-    (1100, 2100, 4096, 1, 128),  # 153 tiles = 132 + 21 (clusters of 6)
-    (136, 8900, 4096, 2, 136),   # 140 tiles = 132 + 8 (clusters of 8), wide tiles, batches, N tail
-    (600, 2100, 4160, 2, 128),   # 170 tiles = 132 + 38 (clusters of 3, tail tiles in both batches), K tail
+# Stream-K (gemm_plan.hpp choose_streamk, kernel/gemm_streamk.cuh): the tiles x K blocks cut into
+# one range per CTA, tiles cut between CTAs finished by the CTA holding their first K blocks, on
+# 132 SMs: (M, N, K, L, token tile, units per CTA). (These shapes took the persistent kernel and
+# its split-K tail before stream-K, which now takes every tail the model sees below ~8192^3.)
+STREAMK = [
+    (1100, 2100, 4096, 1, 128),  # 153 tiles x 32 blocks: 38 per CTA, tiles cut in two
+    (136, 8900, 4096, 2, 136),   # 140 wide tiles, batches, N tail
+    (600, 2100, 4160, 2, 128),   # 170 tiles, K tail (staged scales), M tail
+    (640, 1792, 4096, 1, 128),   # 70 tiles: 17 per CTA, a tile over three CTAs
+    (200, 7168, 7168, 1, 128),   # issue 22's 137..256 range: 112 tiles x 56 blocks, 48 per CTA
 ]
 
 
 @needs_sm90
 @pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("M,N,K,L,tile", TAIL)
-def test_gemm_persistent_tail(dev, M, N, K, L, tile, layout, out_dtype, rng):
+@pytest.mark.parametrize("M,N,K,L,tile", STREAMK)
+def test_gemm_streamk(dev, M, N, K, L, tile, layout, out_dtype, rng):
     _check_sm90a_gemm(dev, M, N, K, L, layout, out_dtype, rng)
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,L,tile", STREAMK)
+def test_gemm_streamk_kernels(dev, M, N, K, L, tile, rng):
+    """The stream-K kernel alone, at the plan's token tile, seen in the kernel names."""
+    found, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent|tail|streamk")
+    assert found == {("streamk", tile)}, names
+
+
+# The persistent kernel's partial last round as a split-K tail kernel (gemm_plan.hpp choose_tail),
+# where stream-K's model does not win (~800 tiles and more), on 132 SMs: (M, N, K, L, token tile).
+# 720 tiles = 5 x 132 + 60 (clusters of 2), batches, M tail: stream-K's model does not take it whatever
+# clusters the device fits (832x7424x4096 L = 2, the earlier shape, went stream-K on H100: 20 x 6 did not fit)
+TAIL = [(1840, 3072, 7168, 2, 128)]
+
+
+@needs_sm90
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L,tile", TAIL)
+def test_gemm_persistent_tail(dev, M, N, K, L, tile, layout, rng):
+    _check_sm90a_gemm(dev, M, N, K, L, layout, "float32", rng)
 
 
 @needs_sm90
 @pytest.mark.parametrize("M,N,K,L,tile", TAIL)
 def test_gemm_persistent_tail_kernels(dev, M, N, K, L, tile, rng):
     """Both kernels of the call, at the plan's token tile, seen in the kernel names."""
-    found, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent|tail")
+    found, names = _sm90a_gemm_kernels(dev, M, N, K, L, rng, "predecoded|persistent|tail|streamk")
     assert found == {("persistent", tile), ("tail", tile)}, names
+
+
+@needs_sm90
+def test_gemm_streamk_graph_replay(dev, rng):
+    """Graph replays with new inputs: the token pass re-zeroes the flags every replay, so each
+    owner waits for this replay's partials, not the last one's."""
+    if dev.name != "torch":
+        pytest.skip("graph capture through PyTorch")
+    torch = dev.torch
+    M, N, K = 640, 1792, 4096
+    a, b = Operand(dev, M, K, 1, "linear", rng), Operand(dev, N, K, 1, "linear", rng)
+    out = torch.empty((M, N), device="cuda", dtype=torch.float32)
+    run = lambda: nvfp4.gemm(a.q[0], a.sf[0], b.q[0], b.sf[0], out=out, out_dtype="float32", backend="sm90a")
+    run()
+    torch.cuda.synchronize()
+    g = torch.cuda.CUDAGraph()
+    with graph_capture(torch, g):
+        run()
+    for _ in range(3):
+        a2, b2 = Operand(dev, M, K, 1, "linear", rng), Operand(dev, N, K, 1, "linear", rng)
+        for dst, src in ((a, a2), (b, b2)):
+            dst.q.copy_(src.q)
+            dst.sf.copy_(src.sf)
+        out.fill_(float("nan"))
+        g.replay()
+        torch.cuda.synchronize()
+        assert_matches(dev.get(out), ref_gemm(dev, a2, b2)[0], "float32")
 
 
 @pytest.mark.parametrize("backend", BACKENDS)

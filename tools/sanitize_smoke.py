@@ -76,12 +76,14 @@ for be in backends:
         # copies; racecheck found a hazard here until every consumer lane released the ring
         # stages, session 4); then a fused short-chain case with ring reuse, 9 token tiles,
         # L = 2 and a K tail (unaligned scale rows: producer-lane scale stores).
-        # Then a lone CTA per tile (splits == 1): the persistent pre-decoded kernel (165 tiles)
-        # and the fused one (120 tiles of 8 blocks: fewer tiles than SMs). Last: the 136-token instance (gemm_plan.hpp
+        # Then a lone CTA per tile (splits == 1): stream-K (165 tiles of 16 blocks) and the fused
+        # kernel (120 tiles of 8 blocks: fewer tiles than SMs). Last: the 136-token instance (gemm_plan.hpp
         # choose_token_tile; 132 SMs): M = 129 in one token tile, clusters of 8 (the run-time
-        # split reduction, 17 token rows per CTA).
+        # split reduction, 17 token rows per CTA). Then stream-K (kernel/gemm_streamk.cuh; 132 SMs): 70
+        # tiles of 32 blocks cut into 17-block ranges (tiles over three CTAs), 144 tiles in two batches;
+        # last the persistent kernel (256 wide tiles of 17 blocks, M / N / K tails).
         for M, N, K, L in [(40, 4096, 16384, 1), (1030, 136, 2080, 2), (300, 7000, 2048, 1), (300, 5000, 1024, 1),
-                           (129, 2048, 8192, 1)]:
+                           (129, 2048, 8192, 1), (640, 1792, 4096, 1), (300, 3000, 4096, 2), (1030, 2000, 2080, 2)]:
             a, sa, b, sb = fp4(L, M, K // 2), sf(L, M, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
             nvfp4.gemm(a, nvfp4.swizzle_scales(sa), b, nvfp4.swizzle_scales(sb), sf_layout="blocked", backend=be)
             nvfp4.gemm(a, sa, b, sb, backend=be)

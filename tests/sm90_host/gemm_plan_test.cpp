@@ -65,6 +65,16 @@ static GemmDeviceNumbers h100() {
   return d;
 }
 
+// The tiled plan (pre-decoded / persistent + tail) of a problem stream-K would take: the
+// workspace query's bytes less stream-K's, so its partials do not fit.
+static GemmPlan tiled_plan(const GemmProblem& p, const GemmDeviceNumbers& d) {
+  const GemmPlan g = plan_gemm(p, d, SIZE_MAX);
+  if (g.path != GemmPath::kStreamK) return g;
+  const int64_t ctas = g.grid[0];
+  return plan_gemm(p, d, g.workspace_bytes - static_cast<size_t>(ctas) * streamk_partial_bytes(g.tile_x) -
+                             streamk_flag_bytes(ctas));
+}
+
 static const char* path_name(GemmPath p) {
   switch (p) {
     case GemmPath::kEmpty: return "empty";
@@ -73,6 +83,7 @@ static const char* path_name(GemmPath p) {
     case GemmPath::kPredecoded: return "predecoded";
     case GemmPath::kPersistent: return "persistent";
     case GemmPath::kDecode: return "decode";
+    case GemmPath::kStreamK: return "streamk";
   }
   return "?";
 }
@@ -239,7 +250,7 @@ static void test_known_shapes() {
         {640, 7168, 2048, 0, 1},    // 16 K blocks: 14 saved at clusters of 8
     };
     for (const TailWant& w : tails) {
-      const GemmPlan g = plan_gemm(dense(w.M, w.N, w.K), dev, SIZE_MAX);
+      const GemmPlan g = tiled_plan(dense(w.M, w.N, w.K), dev);
       CHECK(g.tail_tiles == w.tail && g.tail_splits == w.splits, "%lldx%lldx%lld: tail %lld x %d (want %lld x %d)",
             static_cast<long long>(w.M), static_cast<long long>(w.N), static_cast<long long>(w.K),
             static_cast<long long>(g.tail_tiles), g.tail_splits, static_cast<long long>(w.tail), w.splits);
@@ -247,7 +258,7 @@ static void test_known_shapes() {
     // 52 tail tiles with clusters of 2 that do not all fit at once (50 of 52): no tail
     GemmDeviceNumbers d = dev;
     d.predecoded_clusters[2] = 50;
-    const GemmPlan g = plan_gemm(dense(1024, 7168, 7168), d, SIZE_MAX);
+    const GemmPlan g = tiled_plan(dense(1024, 7168, 7168), d);
     CHECK(g.path == GemmPath::kPersistent && g.tail_tiles == 0, "tail without room for its clusters: %lld",
           static_cast<long long>(g.tail_tiles));
   }
@@ -419,7 +430,7 @@ static void test_scale_modes() {
 static void test_invariants(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   int pre_seen = 0, persistent_seen = 0, fused_seen = 0, short_seen = 0, wide_seen = 0, wide_persistent_seen = 0;
-  int tail_seen = 0;
+  int tail_seen = 0, streamk_seen = 0;
   for (int iter = 0; iter < 4000; ++iter) {
     const int64_t M = pick(0, 4) == 0 ? pick(3, 140) : pick(0, 3) == 0 ? 128 * pick(1, 20) + pick(1, 8) : pick(3, 9000);
     const int64_t N = pick(1, 9000);
@@ -448,7 +459,8 @@ static void test_invariants(std::mt19937_64& rng) {
             static_cast<long long>(N), static_cast<long long>(K), g.unsupported);
       continue;
     }
-    const bool pre = g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent;
+    const bool pre = g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent || g.path == GemmPath::kStreamK;
+    const bool sk = g.path == GemmPath::kStreamK;
     const bool wide = g.tile_x == kTileXWide;
     CHECK(g.tile_x == kTileX || (pre && wide), "tile %d on %s", g.tile_x, path_name(g.path));
     const int64_t tiles_w = (N + 127) / 128, tiles_x = (M + g.tile_x - 1) / g.tile_x, tiles = tiles_w * tiles_x * L;
@@ -483,18 +495,25 @@ static void test_invariants(std::mt19937_64& rng) {
                                  : p.sfb.layout == NVFP4_SF_BLOCKED || K % 64 == 0 ? kScaleCpAsync : kScaleSync),
           "scale mode %d", g.sf_mode);
     const size_t wb = g.stage_w ? staged_sf_bytes(N, K, L) : 0, xb = g.stage_x ? staged_sf_bytes(M, K, L) : 0;
-    CHECK(!g.stage_w || g.stage_w_offset == (pre ? token : 0), "staged w offset %zu", g.stage_w_offset);
+    // stream-K's partials and flags follow the tokens (choose_streamk, recomputed below)
+    const int64_t sk_ctas = sk ? (tiles * num_kb + g.sk_units - 1) / g.sk_units : 0;
+    const size_t skb = sk ? static_cast<size_t>(sk_ctas) * streamk_partial_bytes(g.tile_x) + streamk_flag_bytes(sk_ctas) : 0;
+    CHECK(!g.stage_w || g.stage_w_offset == (pre ? token + skb : 0), "staged w offset %zu", g.stage_w_offset);
     CHECK(!g.stage_x || g.stage_x_offset == wb, "staged x offset %zu", g.stage_x_offset);
     if (pre) {
       ++pre_seen;
       persistent_seen += g.path == GemmPath::kPersistent;
       CHECK(pass_due, "pre-decoded where the fused kernel or no workspace was due");
-      CHECK(g.workspace_bytes == token + wb && token % 256 == 0 &&
+      CHECK(g.workspace_bytes == token + skb + wb && token % 256 == 0 &&
                 token >= static_cast<size_t>(L * M * ((K + 127) / 128 * 128) * 2),
             "workspace %zu", g.workspace_bytes);
       CHECK(g.x_box_rows == (M < g.tile_x ? (M + 7) / 8 * 8 : g.tile_x) && g.x_box_rows % 8 == 0, "box rows %d",
             g.x_box_rows);
-      CHECK((g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
+      // stream-K where its model wins (the tiled plan's tile, recomputed) and the workspace has room
+      const TokenTiling tt = choose_token_tile(p, tiles_w, num_kb, d);
+      const StreamKChoice skc = choose_streamk(tt, num_kb, d.sm_count);
+      CHECK(sk == (skc.units > 0), "stream-K rule: %s, units %lld", path_name(g.path), static_cast<long long>(skc.units));
+      CHECK(sk || (g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
       // the tile rule, recomputed: the wide tile only where it needs fewer token tiles and the
       // busiest SM's MMA work (K blocks x tile width: waves x blocks per CTA, or the persistent
       // kernel's whole rounds + its last round or split-K tail) is at least 1/32 smaller
@@ -533,6 +552,44 @@ static void test_invariants(std::mt19937_64& rng) {
             "query vs run: %s/%s", path_name(g.path), path_name(r.path));
     }
     // every (tile, K block) computed exactly once
+    if (sk) {
+      ++streamk_seen;
+      const int64_t total = tiles * num_kb, U = g.sk_units;
+      CHECK(g.splits == 1 && g.grid[0] == static_cast<uint32_t>(sk_ctas) && g.grid[1] == 1 && g.grid[2] == 1 &&
+                sk_ctas <= d.sm_count && 2 * U >= num_kb && (sk_ctas - 1) * U < total,
+            "stream-K grid %u of %lld units", g.grid[0], static_cast<long long>(U));
+      CHECK(g.sk_partials_offset == token &&
+                g.sk_flags_offset == token + static_cast<size_t>(sk_ctas) * streamk_partial_bytes(g.tile_x),
+            "stream-K offsets");
+      // kernel/gemm_streamk.cuh's walk: CTA c's segments; a segment starting inside a tile is the
+      // CTA's first (one partial slot per CTA); each cut tile has one owner (its first K block)
+      // whose partners are the CTAs c + 1 .. ((t + 1) num_kb - 1) / U, each holding a partial of t
+      if (iter % 50 == 0 && total <= (1 << 22)) {
+        std::vector<int> owner(static_cast<size_t>(tiles), 0), partials(static_cast<size_t>(tiles), 0);
+        bool ok = true;
+        for (int64_t c = 0; c < sk_ctas; ++c) {
+          const int64_t b = c * U, e = std::min(b + U, total);
+          for (int64_t u = b; u < e;) {
+            const int64_t t = u / num_kb, k0 = u - t * num_kb, n = std::min(num_kb - k0, e - u);
+            if (k0 != 0) {
+              ok = ok && u == b;  // only a CTA's first segment starts inside a tile
+              ++partials[static_cast<size_t>(t)];
+            } else if (n < num_kb) {
+              ok = ok && u + n == e;  // the owner's segment is the CTA's last
+              ++owner[static_cast<size_t>(t)];
+              ok = ok && ((t + 1) * num_kb - 1) / U - c == (num_kb - n + U - 1) / U;  // partners hold the rest
+            }
+            u += n;
+          }
+        }
+        for (int64_t t = 0; t < tiles; ++t)
+          ok = ok && (partials[static_cast<size_t>(t)] == 0 ? owner[static_cast<size_t>(t)] == 0
+                                                            : owner[static_cast<size_t>(t)] == 1);
+        CHECK(ok, "stream-K walk: %lld tiles x %d blocks, %lld per CTA", static_cast<long long>(tiles), num_kb,
+              static_cast<long long>(U));
+      }
+      continue;
+    }
     if (g.path == GemmPath::kPersistent) {
       CHECK(g.grid[0] == static_cast<uint32_t>(d.sm_count) && g.grid[1] == 1 && g.grid[2] == 1, "persistent grid");
       // CTA b takes tiles b, b + grid, ... below tiles - tail_tiles: each once, all K blocks; the tail kernel's
@@ -571,9 +628,10 @@ static void test_invariants(std::mt19937_64& rng) {
     }
   }
   CHECK(pre_seen > 100 && persistent_seen > 20 && fused_seen > 100 && short_seen > 50 && wide_seen > 20 &&
-            wide_persistent_seen > 5 && tail_seen > 3,
-        "coverage of the random cases: pre %d (persistent %d, tail %d) fused %d (short %d) wide %d (persistent %d)",
-        pre_seen, persistent_seen, tail_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen);
+            wide_persistent_seen > 5 && tail_seen > 3 && streamk_seen > 3,
+        "coverage of the random cases: pre %d (persistent %d, tail %d, stream-K %d) fused %d (short %d) wide %d "
+        "(persistent %d)",
+        pre_seen, persistent_seen, tail_seen, streamk_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen);
 }
 
 // ---------------------------------------------------------------------------
@@ -768,7 +826,7 @@ static void test_token_tile() {
   };
   for (const TileWant& w : wants) {
     for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
-      const GemmPlan g = plan_gemm(dense(w.M, w.N, w.K, w.L, layout), dev, SIZE_MAX);
+      const GemmPlan g = tiled_plan(dense(w.M, w.N, w.K, w.L, layout), dev);
       CHECK(g.unsupported == nullptr && g.tile_x == w.tile_x && g.tiles_x == w.tiles_x && g.path == w.path &&
                 g.splits == w.splits,
             "%lldx%lldx%lld L=%lld: tile %d, %lld token tiles, %s, splits %d (want %d, %lld, %s, %d)",
@@ -892,6 +950,54 @@ static void test_roles(std::mt19937_64& rng) {
   }
 }
 
+// ---------------------------------------------------------------------------
+// Stream-K (choose_streamk): where the model takes it, its units and grid, its workspace
+// ---------------------------------------------------------------------------
+static void test_streamk() {
+  GemmDeviceNumbers dev = h100();
+  dev.fused_clusters[4] = dev.predecoded_clusters[4] = 30;  // H100's cluster capacity (bench/NOTES.md)
+  struct SkWant {
+    int64_t M, N, K;
+    GemmPath path;
+    int32_t tile_x;
+    int64_t units;  // per CTA (stream-K only)
+    uint32_t ctas;
+  };
+  const SkWant wants[] = {
+      {137, 7168, 7168, GemmPath::kStreamK, 128, 48, 131},   // 112 tiles x 56 blocks: 48 + 4 against 56
+      {408, 7168, 7168, GemmPath::kStreamK, 136, 72, 131},   // 168 wide tiles: 72 + 4 against 56 + 19 + 16
+      {1024, 7168, 7168, GemmPath::kStreamK, 128, 191, 132}, // 448 tiles: 191 + 4 against 3 x 56 + 28 + 16
+      {512, 3072, 4096, GemmPath::kStreamK, 128, 24, 128},   // 96 tiles x 32: 24 + 4 against 32
+      {2048, 7168, 7168, GemmPath::kPersistent, 128, 0, 0},  // 896 tiles: 381 + 4 against 7 x 56 (6.8 rounds)
+      {4096, 4096, 4096, GemmPath::kPersistent, 128, 0, 0},  // 249 + 4 against 256
+      {128, 7168, 7168, GemmPath::kPredecoded, 128, 0, 0},   // 56 tiles split 2: 24 + 4 against 28
+      {1024, 2048, 4096, GemmPath::kPredecoded, 128, 0, 0},  // 128 tiles: 32 + 4 against 32
+      {65, 256, 16384, GemmPath::kPredecoded, 128, 0, 0},    // 2 tiles: 2 units per CTA, > 3 CTAs per tile
+  };
+  for (const SkWant& w : wants) {
+    const GemmProblem p = dense(w.M, w.N, w.K);
+    const GemmPlan g = plan_gemm(p, dev, SIZE_MAX);
+    CHECK(g.path == w.path && g.tile_x == w.tile_x && g.sk_units == w.units && (w.ctas == 0 || g.grid[0] == w.ctas),
+          "%lldx%lldx%lld: %s, tile %d, %lld units, %u CTAs (want %s, %d, %lld, %u)", static_cast<long long>(w.M),
+          static_cast<long long>(w.N), static_cast<long long>(w.K), path_name(g.path), g.tile_x,
+          static_cast<long long>(g.sk_units), g.grid[0], path_name(w.path), w.tile_x, static_cast<long long>(w.units),
+          w.ctas);
+    if (g.path != GemmPath::kStreamK) continue;
+    const size_t token = token_workspace_bytes(w.M, w.K, 1);
+    const size_t sk = static_cast<size_t>(g.grid[0]) * streamk_partial_bytes(g.tile_x) + streamk_flag_bytes(g.grid[0]);
+    CHECK(g.workspace_bytes == token + sk && g.sk_partials_offset == token &&
+              g.sk_flags_offset == token + g.grid[0] * streamk_partial_bytes(g.tile_x) && g.sk_flags_offset % 256 == 0,
+          "stream-K workspace %zu", g.workspace_bytes);
+    // one byte short of it: the tiled plan in the token workspace
+    const GemmPlan r = plan_gemm(p, dev, g.workspace_bytes - 1);
+    CHECK(r.path != GemmPath::kStreamK && r.workspace_bytes == token, "short workspace: %s", path_name(r.path));
+  }
+  // the swapped 8500 x 64 x 4096: 67 weight tiles of one token tile, 17 units per CTA
+  const GemmPlan s = plan_gemm(gemm_roles(dense(8500, 64, 4096)), dev, SIZE_MAX);
+  CHECK(s.path == GemmPath::kStreamK && s.sk_units == 17 && s.grid[0] == 127, "8500x64x4096: %s, %lld units",
+        path_name(s.path), static_cast<long long>(s.sk_units));
+}
+
 int main() {
   std::mt19937_64 rng(20261125);
   test_support();
@@ -902,5 +1008,6 @@ int main() {
   test_packed();
   test_token_tile();
   test_roles(rng);
+  test_streamk();
   return check_summary();
 }

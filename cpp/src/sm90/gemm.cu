@@ -39,6 +39,7 @@
 #include "kernel/gemm_fused.cuh"
 #include "kernel/gemm_predecoded.cuh"
 #include "kernel/gemm_persistent.cuh"
+#include "kernel/gemm_streamk.cuh"
 #include "kernel/token_predecode.cuh"
 #include "launch.hpp"
 #include "launchers.hpp"
@@ -119,7 +120,9 @@ nvfp4_status_t opt_in_gemm_smem(int device) {
                       {predecoded_kernels<kTileXWide>().tiled, kSmemPreWide},
                       {predecoded_kernels<kTileXWide>().persistent, kSmemPreWide},
                       {reinterpret_cast<const void*>(nvfp4_sm90_gemm_tail_kernel<kTileX>), kSmemPre},
-                      {reinterpret_cast<const void*>(nvfp4_sm90_gemm_tail_kernel<kTileXWide>), kSmemPreWide}});
+                      {reinterpret_cast<const void*>(nvfp4_sm90_gemm_tail_kernel<kTileXWide>), kSmemPreWide},
+                      {reinterpret_cast<const void*>(nvfp4_sm90_gemm_streamk_kernel<kTileX>), kSmemPre},
+                      {reinterpret_cast<const void*>(nvfp4_sm90_gemm_streamk_kernel<kTileXWide>), kSmemPreWide}});
 }
 
 nvfp4_status_t device_numbers(const Exec& exec, GemmDeviceNumbers* d) {
@@ -252,19 +255,30 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   if (!encode_token_map(&tmap_xh, exec.workspace, p.M, static_cast<int64_t>(plan.num_kb) * kBlockK, p.L,
                         static_cast<uint32_t>(plan.x_box_rows)))
     return fail(NVFP4_ERROR_NOT_SUPPORTED, "sm90a gemm: cuTensorMapEncodeTiled rejected the workspace");
+  const bool streamk = plan.path == GemmPath::kStreamK;
+  uint8_t* const ws = static_cast<uint8_t*>(exec.workspace);
+  const int64_t sk_flag_words = streamk ? static_cast<int64_t>(plan.grid[0]) : 0;
+  uint32_t* const sk_flags = streamk ? reinterpret_cast<uint32_t*>(ws + plan.sk_flags_offset) : nullptr;
   if (tokens_decoded) {
     // No pass in front: plain stream order behind the GEMM that decoded them (its
     // programmatic launch would let this one load weights before the grids in front of
-    // that GEMM had completed).
+    // that GEMM had completed). Stream-K's flags are zeroed here instead of by the pass.
     shape.pdl = false;
+    if (streamk) NVFP4_CUDA_TRY(cudaMemsetAsync(sk_flags, 0, static_cast<size_t>(sk_flag_words) * 4, stream));
   } else {
-    st = launch_token_predecode(p.a, p.sfa, p.M, p.K, p.L, exec.workspace, exec);
+    st = launch_token_predecode(p.a, p.sfa, p.M, p.K, p.L, exec.workspace, exec, sk_flags, sk_flag_words);
     if (st != NVFP4_SUCCESS) return st;
   }
   static_assert(MainloopPre::kThreads == MainloopPreWide::kThreads, "one block shape");
   shape.block = dim3(MainloopPre::kThreads, 1, 1);
   const bool wide = plan.tile_x == kTileXWide;
   shape.smem = wide ? kSmemPreWide : kSmemPre;
+  if (streamk) {
+    const StreamKParams sk{reinterpret_cast<float*>(ws + plan.sk_partials_offset), sk_flags,
+                           static_cast<int32_t>(plan.sk_units), static_cast<int32_t>(plan.tiles * plan.num_kb)};
+    return launch(wide ? nvfp4_sm90_gemm_streamk_kernel<kTileXWide> : nvfp4_sm90_gemm_streamk_kernel<kTileX>, shape,
+                  stream, tmap_w, tmap_xh, tmap_sfw, kp, sk);
+  }
   if (plan.path != GemmPath::kPersistent)
     return launch(wide ? nvfp4_sm90_gemm_predecoded_kernel<kTileXWide> : nvfp4_sm90_gemm_predecoded_kernel<kTileX>,
                   shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
@@ -308,10 +322,11 @@ XPredecodeParams predecode_params(const Fp4Operand& a, const ScaleOperand& sf, i
 }  // namespace
 
 nvfp4_status_t launch_token_predecode(const Fp4Operand& a, const ScaleOperand& sfa, int64_t rows, int64_t K,
-                                      int64_t L, void* ws, const Exec& exec) {
+                                      int64_t L, void* ws, const Exec& exec, uint32_t* zero, int64_t zero_words) {
   const int32_t num_kb = k_blocks(K);
-  const XPredecodeParams xp =
-      predecode_params(a, sfa, rows, K, L, num_kb, ws, static_cast<int64_t>(num_kb) * kBlockK);
+  XPredecodeParams xp = predecode_params(a, sfa, rows, K, L, num_kb, ws, static_cast<int64_t>(num_kb) * kBlockK);
+  xp.zero = zero;
+  xp.zero_words = zero_words;
   LaunchShape shape;
   shape.grid = dim3(static_cast<unsigned>(rows), static_cast<unsigned>(predecode_pieces(num_kb)),
                     static_cast<unsigned>(L));

@@ -27,8 +27,10 @@ inline ScaleOperand scales_from_row(const ScaleOperand& sf, int64_t m, int64_t K
 // batches (a, sfa) into the fp16 workspace ws, [L][token_ws_rows(rows)][Kp] with Kp = K rounded up to 128
 // (gemm_plan.hpp: token_workspace_bytes), as a programmatic dependent of the grid before it;
 // the kernel launched after it may start early (PDL) and must wait for it before reading ws.
+// It also zeroes zero[0 .. zero_words) (the stream-K GEMM's flags) once that grid completed.
 nvfp4_status_t launch_token_predecode(const Fp4Operand& a, const ScaleOperand& sfa, int64_t rows, int64_t K,
-                                      int64_t L, void* ws, const Exec& exec);
+                                      int64_t L, void* ws, const Exec& exec, uint32_t* zero = nullptr,
+                                      int64_t zero_words = 0);
 
 // Scale staging (kernel/scale_stage.cuh, scale_stage.cu): copies up to kScaleStageMaxOps
 // scale operands (each rows x K/16 scales, L batches, any layout and alignment) to their dst

@@ -244,6 +244,7 @@ enum class GemmPath : int32_t {
   kPredecoded = 3,  // token pass + pre-decoded kernel, one CTA per (tile, split) (kernel/gemm_predecoded.cuh)
   kPersistent = 4,  // token pass + persistent pre-decoded kernel (kernel/gemm_persistent.cuh)
   kDecode = 5,      // decode_route(p): the decode-regime kernel (gemm_decode.cu)
+  kStreamK = 6,     // token pass + stream-K pre-decoded kernel (kernel/gemm_streamk.cuh; choose_streamk)
 };
 
 struct GemmPlan {
@@ -266,6 +267,12 @@ struct GemmPlan {
   // whole rounds as a split-K tail kernel, tail_splits CTAs per tile (choose_tail; 0: none).
   int64_t tail_tiles = 0;
   int tail_splits = 1;
+  // Stream-K path: grid[0] CTAs of sk_units consecutive (tile, K block) units each; the fp32
+  // partials of the CTAs whose range starts inside a tile at sk_partials_offset (one
+  // streamk_partial_bytes(tile_x) slot per CTA), their ready flags (one 32-bit word per CTA,
+  // zeroed by the token pass) at sk_flags_offset.
+  int64_t sk_units = 0;
+  size_t sk_partials_offset = 0, sk_flags_offset = 0;
   // Scale staging (kernel/scale_stage.cuh): the weights' / tokens' scales copied into the
   // workspace at these byte offsets as linear rows of staged_sf_cols(K) bytes, read with kScaleTma.
   bool stage_w = false, stage_x = false;
@@ -388,6 +395,45 @@ inline TokenTiling choose_token_tile(const GemmProblem& p, int64_t tiles_w, int3
   return wide.tiles_x < narrow.tiles_x && gain ? wide : narrow;
 }
 
+// Stream-K (kernel/gemm_streamk.cuh): the pre-decoded problem's tiles x K blocks as one
+// sequence of units, cut into ceil(units / SMs)-unit ranges, one CTA each. A tile cut between
+// CTAs is finished by the CTA holding its first K blocks (the last thing that CTA computes):
+// it adds the fp32 partials the later CTAs left in the workspace (they computed theirs first)
+// in CTA order, then stores. Why: with one ~200 KB CTA per SM, tile counts between half and
+// all of the SMs (M = 137..256 at N = K = 7168: 112 tiles of 56 blocks, 2.0x M = 128's time),
+// or a last persistent round over half full, leave SMs idle for a whole tile, and no split
+// over clusters helps (NOTES "M = 129 vs 128"). Model: the busiest SM's K blocks, ceil(units /
+// SMs) + kStreamKFixupBlocks, against the tiled plan's span; stream-K where it is at least
+// 1/kStreamKGain smaller (M = 137 x 7168^2 48 + 4 against 56, 512x3072x4096 24 + 4 against 32;
+// 4096^3, 249 + 4 against 256, keeps the persistent kernel). The constants are first guesses,
+// not tuned; on H100 no shape it takes ran slower than its tiled plan (kernel/gemm_streamk.cuh).
+constexpr int32_t kStreamKFixupBlocks = 4;
+constexpr int kStreamKGain = 16;
+inline size_t streamk_partial_bytes(int32_t tile_x) { return static_cast<size_t>(tile_x) * kTileW * 4; }
+inline size_t streamk_flag_bytes(int64_t ctas) { return static_cast<size_t>((ctas * 4 + 255) / 256 * 256); }
+struct StreamKChoice {
+  int64_t units = 0;  // units per CTA (0: no stream-K)
+  int64_t ctas = 0;
+};
+inline StreamKChoice choose_streamk(const TokenTiling& t, int32_t num_kb, int sm_count) {
+  StreamKChoice c;
+  const int64_t sms = sm_count > 0 ? sm_count : 1;
+  const int64_t total = t.tiles * num_kb;
+  const int64_t units = (total + sms - 1) / sms;
+  const int64_t span = t.span / t.tile_x;  // K blocks on the busiest SM (token_tiling)
+  // at most three CTAs per tile (2 * units >= num_kb): fewer tiles than that keep the split over
+  // clusters, whose reduction stays in distributed shared memory
+  if (total <= 0 || total > INT32_MAX || 2 * units < num_kb ||
+      (units + kStreamKFixupBlocks) * kStreamKGain > span * (kStreamKGain - 1))
+    return c;
+  c.units = units;
+  c.ctas = (total + units - 1) / units;
+  return c;
+}
+inline size_t streamk_workspace_bytes(const StreamKChoice& c, int32_t tile_x) {
+  return static_cast<size_t>(c.ctas) * streamk_partial_bytes(tile_x) + streamk_flag_bytes(c.ctas);
+}
+
 // The plan of gemm(p). `workspace` = bytes of 256-byte aligned workspace the call has
 // (0: none; the workspace query passes SIZE_MAX and reads plan.workspace_bytes).
 inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, size_t workspace) {
@@ -446,6 +492,16 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.stages = kPredecodedStages;
     g.x_box_rows = token_box_rows(p.M, t.tile_x);
     g.workspace_bytes = token_bytes;
+    const StreamKChoice sk = choose_streamk(t, g.num_kb, dev.sm_count);
+    const size_t sk_bytes = sk.units > 0 ? streamk_workspace_bytes(sk, t.tile_x) : 0;
+    if (sk.units > 0 && workspace >= token_bytes + sk_bytes) {
+      g.path = GemmPath::kStreamK;
+      g.splits = 1;
+      g.sk_units = sk.units;
+      g.sk_partials_offset = token_bytes;
+      g.sk_flags_offset = token_bytes + static_cast<size_t>(sk.ctas) * streamk_partial_bytes(t.tile_x);
+      g.workspace_bytes = token_bytes + sk_bytes;
+    }
   }
   if (g.path != GemmPath::kFused) {
     // only the weights' scales reach the pre-decoded GEMMs (the pass reads the tokens')
@@ -467,7 +523,10 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
       g.stage_x_offset = at + wb;
     }
   }
-  if (g.path == GemmPath::kPersistent) {
+  if (g.path == GemmPath::kStreamK) {
+    g.grid[0] = static_cast<uint32_t>((g.tiles * g.num_kb + g.sk_units - 1) / g.sk_units);
+    g.grid[1] = g.grid[2] = 1;
+  } else if (g.path == GemmPath::kPersistent) {
     const TailChoice tail = choose_tail(g.tile_x == kTileXWide ? dev.predecoded_wide_clusters : dev.predecoded_clusters,
                                         g.tiles, g.num_kb, dev.sm_count);
     g.tail_tiles = tail.tiles;

@@ -119,6 +119,8 @@ __global__ void __launch_bounds__(kPredecodeThreads)
   xp.out = p.ws + static_cast<int64_t>(e.x_row) * p.kpad;
   xp.out_row_stride = p.kpad;
   xp.out_batch_stride = 0;
+  xp.zero = nullptr;
+  xp.zero_words = 0;
   const XPredecodeRow r = predecode_row(xp, row - e.x_row, 0);
   const bool active = static_cast<int32_t>(blockIdx.y) < predecode_pieces(e.num_kb);  // (uniform)
   if (active) {

@@ -21,6 +21,10 @@ __global__ void __launch_bounds__(kPredecodeThreads) nvfp4_sm90_x_predecode_kern
   for (int u = 0; u < kPredecodeUnroll; ++u) x_predecode_prefetch(p, row, predecode_chunk_index(u));
   ptx::pdl_wait_primary();
   ptx::pdl_launch_dependents();  // the GEMM may start its prologue and weight loads now
+  if (p.zero != nullptr && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0) {
+    // (the GEMM behind reads them only after this grid completed: its griddepcontrol.wait)
+    for (int64_t i = threadIdx.x; i < p.zero_words; i += blockDim.x) p.zero[i] = 0u;
+  }
   x_predecode_row_piece(p, row);
 }
 

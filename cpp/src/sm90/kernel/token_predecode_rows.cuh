@@ -33,6 +33,8 @@ struct XPredecodeParams {
   int32_t num_kb;
   uint16_t* out;                          // fp16 bits
   int64_t out_row_stride, out_batch_stride;  // elements
+  uint32_t* zero;      // words the dense pass zeroes after its wait (the stream-K GEMM's flags), or null
+  int64_t zero_words;
 };
 
 // Grid: one CTA of kPredecodeThreads per (row, piece of kPredecodeUnroll x
