@@ -204,6 +204,8 @@ SWAPPED = [
     (7777, 60, 2080, 1, "scale_stage"),               # misaligned scales staged, then the tiled GEMM
     (8500, 64, 4096, 2, "streamk"),                   # 134 tiles: stream-K, 33 blocks per CTA
     (20000, 100, 2080, 1, "streamk"),                 # 157 tiles, stream-K, staged scales
+    (6000, 300, 4160, 1, "nvfp4_sm90_gemm_"),         # 129..1024 weight rows (session 18): 3 token tiles
+    (4200, 1000, 2080, 2, "nvfp4_sm90_gemm_"),        # 1000 rows, batches, odd M
 ]
 
 

@@ -877,9 +877,15 @@ static void test_token_tile() {
 static void test_roles(std::mt19937_64& rng) {
   const GemmDeviceNumbers dev = h100();
   CHECK(swap_roles(dense(4096, 128, 4096)) && swap_roles(dense(4096, 16, 7168)) && swap_roles(dense(16384, 1, 1024)) &&
-            swap_roles(dense(1000, 100, 7168, 2)) && swap_roles(dense(6144, 128, 2048)),
+            swap_roles(dense(1000, 100, 7168, 2)) && swap_roles(dense(6144, 128, 2048)) &&
+            swap_roles(dense(4096, 129, 4096)) && swap_roles(dense(8192, 1024, 7168)) &&
+            swap_roles(dense(16384, 1024, 2048)),
         "few weight rows, many tokens, the pass's tokens past 24 MiB: swapped");
-  CHECK(!swap_roles(dense(4096, 129, 4096)) && !swap_roles(dense(128, 4096, 7168)) &&
+  // N past 1024, or B's fp16 past 16 MiB (1024 x 8192 x 2 = 16 MiB is the edge)
+  CHECK(!swap_roles(dense(8192, 1025, 4096)) && swap_roles(dense(8192, 1024, 8192)) &&
+            !swap_roles(dense(8192, 1024, 8224)) && !swap_roles(dense(8192, 512, 8192, 3)),
+        "B's rows past the measured swap: kept roles");
+  CHECK(!swap_roles(dense(4096, 1025, 4096)) && !swap_roles(dense(128, 4096, 7168)) &&
             !swap_roles(dense(4096, 4096, 4096)) && !swap_roles(dense(2, 1, 1024)),
         "kept roles");
   // the token bytes' edge (24 MiB = 6144 x 2048 x 2) and the ratio's (M >= 4 N)

@@ -55,25 +55,29 @@ inline bool decode_route(const GemmProblem& p) {
 // Operand roles. The kernels treat A's rows as tokens (decoded once by the pass into fp16, or
 // per weight tile by the fused kernel; 128 / 136 per tile) and B's as weights (decoded per
 // token tile in the main loop, 128 per tile). Where B has few rows (N <= kSwapMaxN), A many
-// (M >= kSwapMinRatio * N) and the pass's fp16 tokens would not stay in L2 (M·K·L·2 bytes >=
-// kSwapMinTokenBytes), gemm() runs Cᵀ = B·Aᵀ instead: B's few rows become the tokens (a small
-// pass and one token tile, or the decode / GEMV routes for 3..16 / 1..2 of them) and A's many
-// rows the weights, streamed as fp4. H100 graph µs, kept roles -> swapped (bench/NOTES.md
-// session 17): the kept roles step where the tokens pass 16 MB (N = 128: 4096x128x2048 12.1,
-// 4096x128x4096 32.1, the fp16 round trip leaving the 50 MB L2), and swapping pays from there
-// (4096x128x4096 32.1 -> 21.4, 8192x128x7168 112.1 -> 34.7, 4096x16x7168 60.2 -> 16.0,
-// 8500x64x4096 65.4 -> 33.8); below it the kept roles win (8192x128x512 9.1 -> 26.0,
-// 2048x128x4096 13.4 -> 17.3, 1000x100x7168 13.6 -> 15.2; swapped with the column-wise
-// split-K stores, which cost at most these few µs more). The output's row and column strides
-// swap with the roles (its stores then go by C's columns: EpilogueClusterReduceT::reduce_rows
-// walks tokens fastest for them).
-constexpr int64_t kSwapMaxN = 128;
+// (M >= kSwapMinRatio * N), the pass's fp16 tokens would not stay in L2 (M·K·L·2 bytes >=
+// kSwapMinTokenBytes) and B's would (N·K·L·2 <= kSwapMaxSmallBytes), gemm() runs Cᵀ = B·Aᵀ
+// instead: B's few rows become the tokens (a small pass, or the decode / GEMV routes for
+// 3..16 / 1..2 of them) and A's many rows the weights, streamed as fp4 instead of written and
+// read back as fp16. H100 graph µs, kept roles -> swapped (bench/NOTES.md sessions 17, 18):
+// the kept roles step where the tokens pass 16 MB (N = 128: 4096x128x2048 12.1, 4096x128x4096
+// 32.1), and swapping pays from there: 4096x128x4096 32.1 -> 21.4, 8192x128x7168 112.1 ->
+// 34.7, 4096x16x7168 60.2 -> 16.0, 8192x256x7168 123.1 -> 54.5, 8192x384x7168 198.2 -> 92.9,
+// 8192x512x7168 158.9 -> 110.5, 6144x640x7168 142.3 -> 116.8, 8192x1024x7168 239.3 -> 210.3,
+// 16384x1024x2048 195.1 -> 171.6 (every probed N in 129..1024 faster swapped, 5-53%); below
+// the token bytes the kept roles win (8192x128x512 9.1 -> 26.0, 2048x128x4096 13.4 -> 17.3,
+// 1000x100x7168 13.6 -> 15.2). Not measured: N > 1024, or B's fp16 past 14.7 MB (1024 x 7168 x
+// 2 bytes, the largest probed): there the roles stay. The output's row and column strides swap
+// with the roles (its stores then go by C's columns: EpilogueClusterReduceT::reduce_rows walks
+// tokens fastest for them).
+constexpr int64_t kSwapMaxN = 1024;
 constexpr int64_t kSwapMinRatio = 4;
 constexpr int64_t kSwapMinTokenBytes = int64_t(24) << 20;
+constexpr int64_t kSwapMaxSmallBytes = int64_t(16) << 20;
 // (Not where p already takes the decode route: its preconditions are on the weights' side.)
 inline bool swap_roles(const GemmProblem& p) {
   return p.N > 0 && p.N <= kSwapMaxN && p.M >= kSwapMinRatio * p.N && 2 * p.M * p.K * p.L >= kSwapMinTokenBytes &&
-         !decode_route(p);
+         2 * p.N * p.K * p.L <= kSwapMaxSmallBytes && !decode_route(p);
 }
 inline GemmProblem swapped_roles(const GemmProblem& p) {
   GemmProblem q = p;
