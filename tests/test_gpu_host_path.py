@@ -178,6 +178,36 @@ def test_threads_on_their_own_streams(rng):
         _check(out, h)
 
 
+def test_scratch_cache_outlives_destroyed_streams(rng):
+    """The scratch cache (one buffer per thread, device and stream; the least recently grown
+    of more than 8 given back) keeps no stream handle past the call: CuPy destroys a stream
+    with its object, and its handle may then name a new stream. Twelve short-lived CuPy
+    streams, each followed by a torch stream, force evictions of entries whose streams are
+    gone (session 18: the full suite crashed with a segfault in the packed op's scratch
+    acquisition; an eviction then called cudaFreeAsync on a possibly destroyed stream)."""
+    import gc
+
+    cp = pytest.importorskip("cupy")
+    M, N, K = 1024, 512, 8192  # the pre-decoded plan: 16 MiB of scratch
+    h = _host(rng, M, N, K)
+    want = nvfp4.gemm(*h, out_dtype="float32")
+    dc = [cp.asarray(x) for x in h]
+    dt = _dev(h)
+    torch_streams = [torch.cuda.Stream() for _ in range(4)]
+    for i in range(12):
+        s = cp.cuda.Stream(non_blocking=True)
+        with s:
+            got = nvfp4.gemm(*dc, out_dtype="float32")
+        s.synchronize()
+        np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-3, atol=1e-3)
+        del s, got
+        gc.collect()  # the stream is destroyed here
+        with torch.cuda.stream(torch_streams[i % 4]):
+            out = nvfp4.gemm(*dt, out_dtype="float32")
+        torch_streams[i % 4].synchronize()
+        np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-3, atol=1e-3)
+
+
 def test_capsule_path_matches_the_exchange_path(rng, monkeypatch):
     """The fallback for torch without the exchange API (torch._C._to_dlpack capsules,
     stream and outputs resolved in Python) gives the same bytes."""
