@@ -84,7 +84,7 @@ IS_SM90 = HAVE_GPU and _nvfp4_ext.device_info(0)["backend"] == "sm90a"
 needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the 136-token tile is sm90a's (a CC 9.0 device)")
 
 # M just above a multiple of 128: where the 136-token instance needs fewer token tiles for
-# less work, the plan runs it (cpp/src/sm90/gemm_plan.hpp choose_token_tile; the same shapes
+# less work, the plan runs it (cpp/src/sm90/gemm_schedule.hpp choose_token_tile; the same shapes
 # on an H100's 132 SMs in tests/sm90_host/gemm_plan_test.cpp test_token_tile).
 # (M, N, K, L, token tile, kernel) on 132 SMs.
 TOKEN_TILE = [
@@ -246,7 +246,7 @@ def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
     assert found == {(kernel, tile)}, names
 
 
-# Stream-K (gemm_plan.hpp choose_streamk, kernel/gemm_streamk.cuh): the tiles x K blocks cut into
+# Stream-K (gemm_schedule.hpp choose_streamk, kernel/gemm_streamk.cuh): the tiles x K blocks cut into
 # one range per CTA, tiles cut between CTAs finished by the CTA holding their first K blocks, on
 # 132 SMs: (M, N, K, L, token tile, units per CTA). (These shapes took the persistent kernel and
 # its split-K tail before stream-K, which now takes every tail the model sees below ~8192^3.)
@@ -275,7 +275,7 @@ def test_gemm_streamk_kernels(dev, M, N, K, L, tile, rng):
     assert found == {("streamk", tile)}, names
 
 
-# The persistent kernel's partial last round as a split-K tail kernel (gemm_plan.hpp choose_tail),
+# The persistent kernel's partial last round as a split-K tail kernel (gemm_schedule.hpp choose_tail),
 # where stream-K's model does not win (~800 tiles and more), on 132 SMs: (M, N, K, L, token tile).
 # 720 tiles = 5 x 132 + 60 (clusters of 2), batches, M tail: stream-K's model does not take it whatever
 # clusters the device fits (832x7424x4096 L = 2, the earlier shape, went stream-K on H100: 20 x 6 did not fit)

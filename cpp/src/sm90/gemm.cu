@@ -12,10 +12,10 @@
 //     (kernel/token_predecode.cuh) decodes the tokens once into fp16, the GEMM decodes only
 //     the weights; where every tile has one CTA and tiles outnumber SMs, its persistent form
 //     (kernel/gemm_persistent.cuh), whose partial last round, where it is at most half the
-//     SMs, runs after the whole rounds as a split-K tail kernel (gemm_plan.hpp choose_tail;
+//     SMs, runs after the whole rounds as a split-K tail kernel (gemm_schedule.hpp choose_tail;
 //     e.g. 640 x 7168 x 7168: 2 rounds + 16 tiles over clusters of 8, -14% against a third
 //     round). Both in two token-tile widths: 128, and 136 where that
-//     needs fewer tiles for less work (gemm_plan.hpp choose_token_tile: e.g. M = 129..136
+//     needs fewer tiles for less work (gemm_schedule.hpp choose_token_tile: e.g. M = 129..136
 //     in one tile instead of two).
 // Where B has few rows and A many, the roles swap (gemm_plan.hpp swap_roles: Cᵀ = B·Aᵀ).
 // Scales that no TMA box can read (K % 256 != 0 in the linear layout, K % 128 != 0 blocked)
@@ -55,10 +55,10 @@ using MainloopPreWide = MainloopRSPredecodedT<kTileXWide>;
 
 static_assert(Mainloop::kBlockW == kTileW && Mainloop::kBlockX == kTileX && Mainloop::kBlockK == kBlockK &&
                   MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX && MainloopPre::kBlockK == kBlockK,
-              "gemm_plan.hpp's tile is the kernels' tile");
+              "gemm_schedule.hpp's tile is the kernels' tile");
 static_assert(kTileX == kTokenTile && kTileXWide == kTokenTileWide && MainloopPreWide::kBlockW == kTileW &&
                   MainloopPreWide::kBlockX == kTileXWide && MainloopPreWide::kBlockK == kBlockK,
-              "gemm_plan.hpp's wide tile is the wide kernels' tile");
+              "gemm_schedule.hpp's wide tile is the wide kernels' tile");
 static_assert(Mainloop::kStages == kFusedStages && MainloopPre::kStages == kPredecodedStages &&
                   MainloopPreWide::kStages == kPredecodedStages,
               "ring stages");

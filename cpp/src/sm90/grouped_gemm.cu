@@ -29,7 +29,7 @@ using MainloopPre = MainloopRSPredecoded;
 constexpr size_t kSmem = dynamic_smem_bytes<MainloopPre::SharedStorage>();
 static_assert(kScaleStageMaxOps >= kGroupedMaxGroups, "one staging launch per chunk");
 static_assert(MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX && MainloopPre::kBlockK == kBlockK,
-              "gemm_plan.hpp's tile is the kernel's tile");
+              "gemm_schedule.hpp's tile is the kernel's tile");
 constexpr auto kPersistent = nvfp4_sm90_grouped_gemm_kernel<false>;
 constexpr auto kSplit = nvfp4_sm90_grouped_gemm_kernel<true>;
 

@@ -43,7 +43,7 @@ namespace {
 using MainloopPre = MainloopRSPredecoded;
 constexpr size_t kSmemBytes = dynamic_smem_bytes<MainloopPre::SharedStorage>();
 static_assert(MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX && MainloopPre::kBlockK == kBlockK,
-              "gemm_plan.hpp's tile is the kernel's tile");
+              "gemm_schedule.hpp's tile is the kernel's tile");
 
 // Why grouped_gemm_packed(p) leaves p to the next backend (nullptr: it runs p); launches
 // nothing. The plan, the weights' tensor maps and their scale-load mode are set on the way.

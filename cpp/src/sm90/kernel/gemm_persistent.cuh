@@ -3,7 +3,7 @@
 //
 // gridDim.x <= SMs CTAs walk the tiles t = blockIdx.x, blockIdx.x + gridDim.x, ... < `tiles`
 // (weight tile fastest, as the non-persistent grid). Tiles from `tiles` on (a partial last
-// round of at most half the SMs: gemm_plan.hpp choose_tail) run on nvfp4_sm90_gemm_tail_kernel
+// round of at most half the SMs: gemm_schedule.hpp choose_tail) run on nvfp4_sm90_gemm_tail_kernel
 // below, split over clusters, launched behind this kernel (H100, graph µs: 640 x 7168^2
 // 140-146 -> 121, 1536 x 7168^2 277-284 -> 255, 1024 x 7168^2 186-189 -> 181; bench/NOTES.md
 // session 15). The shared-memory ring continues across tiles
@@ -13,7 +13,7 @@
 // shared-memory epilogue. Why: -2% on large shapes against one CTA per tile (H100).
 //
 // kTileX = tokens per tile, as the pre-decoded kernel (128, or 136 where that needs fewer
-// token tiles: gemm_plan.hpp choose_token_tile).
+// token tiles: gemm_schedule.hpp choose_token_tile).
 //
 // Programmatic dependent launch as the pre-decoded kernel (gemm_predecoded.cuh): warp 0's
 // first weight loads precede griddepcontrol.wait (run_producer); the consumers wait before
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(MainloopRSPredecodedT<kTileX>::kThreads, 1)
   }
 }
 
-// The persistent kernel's tail (gemm_plan.hpp choose_tail): tiles first_tile.. of the same
+// The persistent kernel's tail (gemm_schedule.hpp choose_tail): tiles first_tile.. of the same
 // numbering, p.splits CTAs per tile (a cluster along x), each a K slice, reduced through
 // distributed shared memory (predecoded_tile.cuh, as the pre-decoded kernel). Launched as a
 // programmatic dependent of the persistent kernel, whose CTAs let it start as they leave.

@@ -8,7 +8,7 @@
 // the tokens once and reading them as fp16 by TMA is faster (H200: 128x4096x7168 26.4 vs
 // 30.3 µs; 1024..8192 tokens 14-27% faster).
 //
-// kTileX = tokens per tile: 128, or 136 where that needs fewer token tiles (gemm_plan.hpp
+// kTileX = tokens per tile: 128, or 136 where that needs fewer token tiles (gemm_schedule.hpp
 // choose_token_tile: M = 129..136 one tile, split-K over a cluster like M = 128, instead of
 // two; mainloop_rs_predecoded.cuh gives the register and shared-memory budget).
 //

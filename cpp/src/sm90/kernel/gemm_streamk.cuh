@@ -1,4 +1,4 @@
-// The stream-K pre-decoded sm90a NVFP4 GEMM kernel (gemm_plan.hpp choose_streamk says where).
+// The stream-K pre-decoded sm90a NVFP4 GEMM kernel (gemm_schedule.hpp choose_streamk says where).
 //
 // The problem's tiles x K blocks form one sequence of units u = tile * num_kb + kb (tiles in
 // the persistent numbering: weight tile fastest, then token tile, batch). CTA c takes units

@@ -5,7 +5,7 @@
 // dims = splits x 1 x 1) compute the same output tile over disjoint K ranges and
 // reduce their fp32 accumulators through distributed shared memory in the epilogue.
 // No workspace, no zeroed counters, deterministic summation order. The host picks
-// `splits` so that tiles * splits fills the SMs (gemm_plan.hpp: choose_splits).
+// `splits` so that tiles * splits fills the SMs (gemm_schedule.hpp: choose_splits).
 #pragma once
 
 #include <stdint.h>
