@@ -127,6 +127,11 @@ int main() {
   cudaStreamCaptureStatus cs;
   row("cudaStreamIsCapturing", ns_per_call([&] { cudaStreamIsCapturing(s, &cs); }, s));
   row("cudaStreamIsCapturing(legacy stream 0)", ns_per_call([&] { cudaStreamIsCapturing(0, &cs); }, s));
+  unsigned long long sid;
+  row("cudaStreamGetId (the scratch cache's key)", ns_per_call([&] { cudaStreamGetId(s, &sid); }, s));
+  cudaEvent_t ev;
+  cudaEventCreateWithFlags(&ev, cudaEventDisableTiming);
+  row("cudaEventRecord (the scratch cache's last use)", ns_per_call([&] { cudaEventRecord(ev, s); }, s));
   row("cudaMallocAsync + cudaFreeAsync (1 MiB)", ns_per_call([&] {
         void* p;
         cudaMallocAsync(&p, 1 << 20, s);

@@ -13,7 +13,7 @@ import pytest
 
 import nvfp4
 from nvfp4 import ops
-from _util import graph_capture
+from _util import assert_matches, graph_capture
 
 torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.gpu
@@ -179,33 +179,39 @@ def test_threads_on_their_own_streams(rng):
 
 
 def test_scratch_cache_outlives_destroyed_streams(rng):
-    """The scratch cache (one buffer per thread, device and stream; the least recently grown
-    of more than 8 given back) keeps no stream handle past the call: CuPy destroys a stream
-    with its object, and its handle may then name a new stream. Twelve short-lived CuPy
-    streams, each followed by a torch stream, force evictions of entries whose streams are
-    gone (session 18: the full suite crashed with a segfault in the packed op's scratch
-    acquisition; an eviction then called cudaFreeAsync on a possibly destroyed stream)."""
+    """The scratch cache (one buffer per thread, device and stream; past eight, the least
+    recently used given back) keeps no stream handle past the call: CuPy and cuda.core destroy
+    a stream with its object. Nine live CuPy streams fill the cache, they are destroyed, then
+    eight torch streams created before them (so no handle can be a reused one) each add an
+    entry, every one evicting an entry whose stream is gone. Session 18's full suite crashed
+    (segfault) in a call on a fresh stream after test_gpu_frameworks had destroyed a cuda.core
+    stream with a cached buffer: the old eviction called cudaFreeAsync on the dead handle."""
     import gc
 
+    from nvfp4.reference import gemm_ref
+
     cp = pytest.importorskip("cupy")
-    M, N, K = 1024, 512, 8192  # the pre-decoded plan: 16 MiB of scratch
+    M, N, K = 1024, 512, 8192  # the pre-decoded plan: 16 MiB of cached scratch
     h = _host(rng, M, N, K)
-    want = nvfp4.gemm(*h, out_dtype="float32")
+    want = gemm_ref(*h)  # float64, numpy
     dc = [cp.asarray(x) for x in h]
     dt = _dev(h)
-    torch_streams = [torch.cuda.Stream() for _ in range(4)]
-    for i in range(12):
-        s = cp.cuda.Stream(non_blocking=True)
+    older = [torch.cuda.Stream() for _ in range(8)]
+    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(9)]
+    outs = []
+    for s in streams:
         with s:
-            got = nvfp4.gemm(*dc, out_dtype="float32")
+            outs.append(nvfp4.gemm(*dc, out_dtype="float32"))
+    for s, o in zip(streams, outs):
         s.synchronize()
-        np.testing.assert_allclose(cp.asnumpy(got), want, rtol=1e-3, atol=1e-3)
-        del s, got
-        gc.collect()  # the stream is destroyed here
-        with torch.cuda.stream(torch_streams[i % 4]):
+        assert_matches(cp.asnumpy(o), want, "float32")
+    del s, o, outs, streams
+    gc.collect()  # the CuPy streams are destroyed here
+    for ts in older:
+        with torch.cuda.stream(ts):
             out = nvfp4.gemm(*dt, out_dtype="float32")
-        torch_streams[i % 4].synchronize()
-        np.testing.assert_allclose(out.cpu().numpy(), want, rtol=1e-3, atol=1e-3)
+        ts.synchronize()
+        assert_matches(out.cpu().numpy(), want, "float32")
 
 
 def test_capsule_path_matches_the_exchange_path(rng, monkeypatch):

@@ -12,7 +12,8 @@ std::string arg_error(const char* op, const char* name, const std::string& what)
 }
 
 // The exchange API of a Python type (cached: a handful of types ever pass through here;
-// the GIL is held), or nullptr.
+// the GIL is held), or nullptr. A cached type is kept alive (a reference), so that its address
+// cannot come back as another type's (e.g. a dead Tensor subclass's).
 const dlpack::ExchangeApi* exchange_api(PyTypeObject* type) {
   struct Entry {
     PyTypeObject* type;
@@ -34,7 +35,10 @@ const dlpack::ExchangeApi* exchange_api(PyTypeObject* type) {
     Py_DECREF(cap);  // the table itself lives as long as the process (DLPack's rule)
   }
   PyErr_Clear();
-  if (used < 16) cache[used++] = Entry{type, api};
+  if (used < 16) {
+    Py_INCREF(reinterpret_cast<PyObject*>(type));
+    cache[used++] = Entry{type, api};
+  }
   return api;
 }
 

@@ -1,6 +1,8 @@
 // The library's own scratch for ops called with NVFP4_WORKSPACE_CACHED (nvfp4.h): one
-// buffer per (calling thread, device, stream), grown in stream order; a graph allocation
-// while the stream is being captured. The caller has made `device` current.
+// buffer per (calling thread, device, stream), grown in stream order, the least recently
+// used of more than eight given back after its last use (an event, so the stream may be gone
+// by then); a graph allocation while the stream is being captured. The caller has made
+// `device` current.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -16,7 +18,8 @@ class ScratchLease {
   ScratchLease() = default;
   ScratchLease(const ScratchLease&) = delete;
   ScratchLease& operator=(const ScratchLease&) = delete;
-  ~ScratchLease();  // frees a graph allocation after the op's launches (stream order)
+  ~ScratchLease();  // frees a graph allocation after the op's launches (stream order), or
+                    // marks the cached buffer's last use (an event on the stream)
 
   // At least `bytes` (> 0) of scratch on the current device, usable on `stream` until the
   // lease ends.
@@ -29,6 +32,7 @@ class ScratchLease {
   size_t bytes_ = 0;
   cudaStream_t stream_ = nullptr;
   bool graph_owned_ = false;
+  cudaEvent_t done_ = nullptr;  // the cached buffer's last-use event (not for graph allocations)
 };
 
 }  // namespace nvfp4
