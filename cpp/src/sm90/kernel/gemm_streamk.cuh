@@ -1,32 +1,34 @@
 // The stream-K pre-decoded sm90a NVFP4 GEMM kernel (gemm_schedule.hpp choose_streamk says where).
 //
 // The problem's tiles x K blocks form one sequence of units u = tile * num_kb + kb (tiles in
-// the persistent numbering: weight tile fastest, then token tile, batch). CTA c takes units
-// [c * U, (c + 1) * U), U = sk.units: the tail of one tile (a later K range), whole tiles,
-// the head of another (its first K blocks), in that order, through the persistent kernel's
-// ring (MainloopRSPredecoded::run_producer / run_segment keep their ring positions across
-// segments), so the producer loads the next segment while the consumers finish this one.
+// the persistent numbering: weight tile fastest, then token tile, batch), cut into ranges
+// [r * U, (r + 1) * U), U = sk.units, one per CTA. A range holds the tail of one tile (a later
+// K range), whole tiles, the head of another (its first K blocks), walked in that order
+// through the persistent kernel's ring (MainloopRSPredecoded::run_producer / run_segment keep
+// their ring positions across segments), so the producer loads the next segment while the
+// consumers finish this one.
 //
 // A segment's end:
 //   - a whole tile: stored straight from registers (EpilogueClusterReduce::store_fragment);
-//   - a tile's later K range (it starts inside the tile, so it is this CTA's first segment
-//     and the CTA has at most one): its fp32 fragment goes to the CTA's workspace slot, then
-//     the CTA's flag is released;
-//   - a tile's first K range that does not finish it (this CTA's last segment): the owner.
-//     It waits for the flags of the CTAs whose ranges start inside the tile (c + 1 .. the
-//     CTA holding the tile's last unit), adds their partials in CTA order (deterministic)
-//     and stores. Those CTAs computed their part first and wait on nothing before it, so
-//     the waits form no cycle; every CTA that waits is resident (it is running), and the
-//     ones it waits for start as SMs free up at the latest (the last CTA never waits).
+//   - a tile's later K range (it starts inside the tile, so it is the range's first segment
+//     and a range has at most one): its fp32 fragment goes to the range's workspace slot, then
+//     the range's flag is released;
+//   - a tile's first K range that does not finish it (the range's last segment): the owner.
+//     It waits for the flags of the ranges that start inside the tile (r + 1 .. the range
+//     holding the tile's last unit), adds their partials in range order (deterministic) and
+//     stores. Those ranges computed their part first and wait on nothing before it.
+// Range r runs on CTA gridDim.x - 1 - r: the ranges an owner waits for belong to CTAs with
+// lower blockIdx, which the hardware dispatches first (a 1-D grid goes out in blockIdx order
+// on the GPUs we know; CUDA does not promise it, and a scheme needing no promise would take
+// each CTA's range from an atomic ticket), so they are running or done when the owner waits,
+// whatever else holds the other SMs (MPS limits, green contexts, another stream's persistent
+// kernel waiting for this one's output). With range r on CTA r (session 18's first version),
+// an owner waited for CTAs not yet dispatched: a hang if other work held the remaining SMs
+// until this kernel finished.
 // The flags are zeroed by the token pass in front (kernel/token_predecode.cuh), which this
-// kernel's consumers wait for (griddepcontrol.wait) before touching the workspace.
-// Residency: the grid is at most the SM count with one CTA per SM, so every CTA an owner waits
-// for starts at the latest when an SM frees up, provided nothing holds SMs forever (an MPS
-// thread limit or a green context with fewer SMs than the grid, or persistent kernels in other
-// streams, leave progress to the dispatch order; an owner waits only on the next one or two
-// CTAs, which wrote their partial before waiting on anything). This kernel must never trigger
-// its dependents early (griddepcontrol.launch_dependents): their CTAs would take SMs the
-// partners may still need.
+// kernel's consumers wait for (griddepcontrol.wait) before touching the workspace. This kernel
+// must never trigger its dependents early (griddepcontrol.launch_dependents): their CTAs would
+// take SMs before this grid's last CTAs are dispatched.
 //
 // Measured (H100, graph µs, tiled plan -> stream-K, bench/NOTES.md session 18): 8500x64x4096
 // (swapped) 39.9 -> 28.7, 640x1792x4096 32.7 -> 28.0, 408x7168^2 86.7 -> 76.6, 1100x2100x4096
@@ -46,8 +48,8 @@
 namespace nvfp4::sm90 {
 
 struct StreamKParams {
-  float* partials;   // [gridDim.x][kAccRegs / 4][256 consumer threads] float4
-  uint32_t* flags;   // [gridDim.x]: 1 once the CTA's partial is written (0 before: the token pass)
+  float* partials;   // [range][kAccRegs / 4][256 consumer threads] float4
+  uint32_t* flags;   // [range]: 1 once the range's partial is written (0 before: the token pass)
   int32_t units;     // units per CTA
   int32_t total;     // tiles * num_kb (< 2^31: choose_streamk; 32-bit unit arithmetic keeps the
                      // producer warp's 40 registers free of 64-bit division)
@@ -103,7 +105,8 @@ __global__ void __launch_bounds__(MainloopRSPredecodedT<kTileX>::kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   typename MainloopPre::SharedStorage& s = shared_storage<typename MainloopPre::SharedStorage>(smem_raw);
   const int32_t kb = p.num_kb;
-  const int32_t begin = static_cast<int32_t>(blockIdx.x) * sk.units;
+  const int32_t range = static_cast<int32_t>(gridDim.x - 1 - blockIdx.x);  // (why reversed: above)
+  const int32_t begin = range * sk.units;
   const int32_t end = sk.total - begin > sk.units ? begin + sk.units : sk.total;  // (no 32-bit overflow)
   if (threadIdx.x == 0) {
     MainloopPre::init_barriers(s, p);
@@ -152,18 +155,18 @@ __global__ void __launch_bounds__(MainloopRSPredecodedT<kTileX>::kThreads, 1)
       persistent_tile_origin<kTileX>(p, t, w0, x0, l);
       if (k0 != 0) {
         // a later K range of tile t: this CTA's partial, for the tile's owner
-        streamk_detail::write_partial<kAccRegs>(sk.partials + blockIdx.x * slot_floats, ctid, sum);
+        streamk_detail::write_partial<kAccRegs>(sk.partials + static_cast<size_t>(range) * slot_floats, ctid, sum);
         ptx::named_barrier_sync(streamk_detail::kConsumerBarrier, 256);  // every thread's part written
         if (ctid == 0) {
           __threadfence();
-          streamk_detail::st_release_gpu(sk.flags + blockIdx.x, 1u);
+          streamk_detail::st_release_gpu(sk.flags + range, 1u);
         }
       } else {
         if (n < kb) {
-          // the tile's first K range, the rest in CTAs blockIdx.x + 1 .. last: add theirs in order
+          // the tile's first K range, the rest in ranges range + 1 .. last: add theirs in order
           const int32_t last = ((t + 1) * kb - 1) / sk.units;
 #pragma unroll 1
-          for (int32_t q = static_cast<int32_t>(blockIdx.x) + 1; q <= last; ++q) {
+          for (int32_t q = range + 1; q <= last; ++q) {
             // Every consumer thread acquires q's flag itself (its own loads of q's partial are then
             // ordered after it); the vote keeps the loop's exit warp-uniform. (A thread-0 spin + a
             // named barrier made the whole consumer loop divergent to ptxas: R2UR per HGMMA, +9%
