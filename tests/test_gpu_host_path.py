@@ -181,35 +181,34 @@ def test_threads_on_their_own_streams(rng):
 def test_scratch_cache_outlives_destroyed_streams(rng):
     """The scratch cache (one buffer per thread, device and stream; past eight, the least
     recently used given back) keeps no stream handle past the call: CuPy and cuda.core destroy
-    a stream with its object. Nine live CuPy streams fill the cache, they are destroyed, then
+    a stream with its object. Nine streams made and destroyed here (cudaStreamCreateWithFlags /
+    cudaStreamDestroy through CuPy's runtime module, passed as int handles) fill the cache, then
     eight torch streams created before them (so no handle can be a reused one) each add an
     entry, every one evicting an entry whose stream is gone. Session 18's full suite crashed
     (segfault) in a call on a fresh stream after test_gpu_frameworks had destroyed a cuda.core
-    stream with a cached buffer: the old eviction called cudaFreeAsync on the dead handle."""
-    import gc
-
+    stream with a cached buffer: the old eviction called cudaFreeAsync on the dead handle (run
+    against that code under compute-sanitizer --report-api-errors all, this test reports it)."""
     from nvfp4.reference import gemm_ref
 
-    cp = pytest.importorskip("cupy")
+    runtime = pytest.importorskip("cupy").cuda.runtime
     M, N, K = 1024, 512, 8192  # the pre-decoded plan: 16 MiB of cached scratch
     h = _host(rng, M, N, K)
     want = gemm_ref(*h)  # float64, numpy
-    dc = [cp.asarray(x) for x in h]
-    dt = _dev(h)
+    d = _dev(h)
+    torch.cuda.synchronize()
     older = [torch.cuda.Stream() for _ in range(8)]
-    streams = [cp.cuda.Stream(non_blocking=True) for _ in range(9)]
-    outs = []
-    for s in streams:
-        with s:
-            outs.append(nvfp4.gemm(*dc, out_dtype="float32"))
-    for s, o in zip(streams, outs):
-        s.synchronize()
-        assert_matches(cp.asnumpy(o), want, "float32")
-    del s, o, outs, streams
-    gc.collect()  # the CuPy streams are destroyed here
+    handles = [runtime.streamCreateWithFlags(1) for _ in range(9)]  # 1: cudaStreamNonBlocking
+    try:
+        for hs in handles:
+            out = nvfp4.gemm(*d, out_dtype="float32", stream=hs)
+            runtime.streamSynchronize(hs)
+            assert_matches(out.cpu().numpy(), want, "float32")
+    finally:
+        for hs in handles:
+            runtime.streamDestroy(hs)
     for ts in older:
         with torch.cuda.stream(ts):
-            out = nvfp4.gemm(*dt, out_dtype="float32")
+            out = nvfp4.gemm(*d, out_dtype="float32")
         ts.synchronize()
         assert_matches(out.cpu().numpy(), want, "float32")
 

@@ -31,8 +31,8 @@ constexpr size_t kMaxEntries = 8;
 // calling op's, same device, not capturing): the free is queued behind that use, nothing
 // waits on the host. Otherwise (another device, thread exit): the host waits for that use
 // (cudaEventSynchronize: that stream's work only, never a device-wide sync, which would
-// invalidate a capture another thread has open) and frees; relaxed capture mode, so that
-// cudaFree is not refused while another thread captures in global mode. If the wait fails
+// invalidate a capture another thread has open) and frees, both in relaxed capture mode, so
+// that neither is refused while another thread captures in global mode. If the wait fails
 // (the context gone at exit, a sticky error), the buffer is left to the context's teardown
 // rather than freed under work that may still run.
 void free_entry(const Entry& e, int device, cudaStream_t stream, bool have_stream) {
@@ -53,12 +53,10 @@ void free_entry(const Entry& e, int device, cudaStream_t stream, bool have_strea
     (void)cudaGetLastError();
     return;
   }
-  if (cudaEventSynchronize(e.done) == cudaSuccess) {
-    cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-    const bool exchanged = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
-    (void)cudaFree(e.ptr);
-    if (exchanged) (void)cudaThreadExchangeStreamCaptureMode(&mode);
-  }
+  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
+  const bool exchanged = cudaThreadExchangeStreamCaptureMode(&mode) == cudaSuccess;
+  if (cudaEventSynchronize(e.done) == cudaSuccess) (void)cudaFree(e.ptr);
+  if (exchanged) (void)cudaThreadExchangeStreamCaptureMode(&mode);
   (void)cudaEventDestroy(e.done);
   (void)cudaGetLastError();
   if (current >= 0 && current != e.device) (void)cudaSetDevice(current);
@@ -97,6 +95,7 @@ nvfp4_status_t ScratchLease::acquire(int device, cudaStream_t stream, size_t byt
   if (err != cudaSuccess) return fail(NVFP4_ERROR_CUDA, "workspace: cudaStreamGetId: %s", cudaGetErrorString(err));
   ThreadCache& cache = t_cache;
   std::vector<Entry>& entries = cache.entries;
+  if (entries.capacity() < kMaxEntries + 1) entries.reserve(kMaxEntries + 1);
   Entry* hit = nullptr;
   for (Entry& e : entries)
     if (e.device == device && e.stream_id == stream_id) hit = &e;

@@ -2,7 +2,9 @@
 // buffer per (calling thread, device, stream), grown in stream order, the least recently
 // used of more than eight given back after its last use (an event, so the stream may be gone
 // by then); a graph allocation while the stream is being captured. The caller has made
-// `device` current.
+// `device` current. One lease per (thread, device, stream) at a time: a second acquire on the
+// same stream while the first lease lives would share (or grow, freeing) its buffer; no op
+// nests them today (dispatch.cpp's lease, or quantize's own, never both).
 #pragma once
 
 #include <cuda_runtime_api.h>
