@@ -67,6 +67,7 @@ void free_entry(const Entry& e, int device, cudaStream_t stream, bool have_strea
 struct ThreadCache {
   std::vector<Entry> entries;
   uint64_t clock = 0;
+  ThreadCache() { entries.reserve(kMaxEntries + 1); }
   ~ThreadCache() {
     for (const Entry& e : entries) free_entry(e, -1, nullptr, false);
   }
@@ -95,17 +96,17 @@ nvfp4_status_t ScratchLease::acquire(int device, cudaStream_t stream, size_t byt
   if (err != cudaSuccess) return fail(NVFP4_ERROR_CUDA, "workspace: cudaStreamGetId: %s", cudaGetErrorString(err));
   ThreadCache& cache = t_cache;
   std::vector<Entry>& entries = cache.entries;
-  if (entries.capacity() < kMaxEntries + 1) entries.reserve(kMaxEntries + 1);
   Entry* hit = nullptr;
   for (Entry& e : entries)
     if (e.device == device && e.stream_id == stream_id) hit = &e;
-  if (hit && hit->bytes >= bytes) {
-    hit->last_use = ++cache.clock;
-    ptr_ = hit->ptr;
-    bytes_ = hit->bytes;
-    done_ = hit->done;
+  auto lend = [&](Entry& e) {
+    e.last_use = ++cache.clock;
+    ptr_ = e.ptr;
+    bytes_ = e.bytes;
+    done_ = e.done;
     return NVFP4_SUCCESS;
-  }
+  };
+  if (hit && hit->bytes >= bytes) return lend(*hit);
   void* p = nullptr;
   if (hit) {  // grow on the same stream: the old buffer goes after the work already queued there
     if (hit->ptr) {
@@ -119,11 +120,7 @@ nvfp4_status_t ScratchLease::acquire(int device, cudaStream_t stream, size_t byt
       return fail(NVFP4_ERROR_CUDA, "workspace: cudaMallocAsync of %zu bytes: %s", bytes, cudaGetErrorString(err));
     hit->ptr = p;
     hit->bytes = bytes;
-    hit->last_use = ++cache.clock;
-    ptr_ = p;
-    bytes_ = bytes;
-    done_ = hit->done;
-    return NVFP4_SUCCESS;
+    return lend(*hit);
   }
   cudaEvent_t done = nullptr;
   err = cudaEventCreateWithFlags(&done, cudaEventDisableTiming);
@@ -140,11 +137,8 @@ nvfp4_status_t ScratchLease::acquire(int device, cudaStream_t stream, size_t byt
     free_entry(entries[victim], device, stream, true);
     entries.erase(entries.begin() + static_cast<std::ptrdiff_t>(victim));
   }
-  entries.push_back(Entry{device, stream_id, p, bytes, done, ++cache.clock});
-  ptr_ = p;
-  bytes_ = bytes;
-  done_ = done;
-  return NVFP4_SUCCESS;
+  entries.push_back(Entry{device, stream_id, p, bytes, done, 0});
+  return lend(entries.back());
 }
 
 ScratchLease::~ScratchLease() {
