@@ -204,7 +204,7 @@ SWAPPED = [
     (7777, 60, 2080, 1, "scale_stage"),               # misaligned scales staged, then the tiled GEMM
     (8500, 64, 4096, 2, "streamk"),                   # 134 tiles: stream-K, 33 blocks per CTA
     (20000, 100, 2080, 1, "streamk"),                 # 157 tiles, stream-K, staged scales
-    (6000, 300, 4160, 1, "nvfp4_sm90_gemm_"),         # 129..1024 weight rows (session 18): 3 token tiles
+    (6000, 300, 4160, 1, "nvfp4_sm90_gemm_"),         # 129..1024 weight rows: 3 token tiles
     (4200, 1000, 2080, 2, "nvfp4_sm90_gemm_"),        # 1000 rows, batches, odd M
 ]
 
@@ -248,8 +248,7 @@ def test_gemm_token_tile_kernel(dev, M, N, K, L, tile, kernel, rng):
 
 # Stream-K (gemm_schedule.hpp choose_streamk, kernel/gemm_streamk.cuh): the tiles x K blocks cut into
 # one range per CTA, tiles cut between CTAs finished by the CTA holding their first K blocks, on
-# 132 SMs: (M, N, K, L, token tile, units per CTA). (These shapes took the persistent kernel and
-# its split-K tail before stream-K, which now takes every tail the model sees below ~8192^3.)
+# 132 SMs: (M, N, K, L, token tile).
 STREAMK = [
     (1100, 2100, 4096, 1, 128),  # 153 tiles x 32 blocks: 38 per CTA, tiles cut in two
     (136, 8900, 4096, 2, 136),   # 140 wide tiles, batches, N tail
@@ -278,7 +277,7 @@ def test_gemm_streamk_kernels(dev, M, N, K, L, tile, rng):
 # The persistent kernel's partial last round as a split-K tail kernel (gemm_schedule.hpp choose_tail),
 # where stream-K's model does not win (~800 tiles and more), on 132 SMs: (M, N, K, L, token tile).
 # 720 tiles = 5 x 132 + 60 (clusters of 2), batches, M tail: stream-K's model does not take it whatever
-# clusters the device fits (832x7424x4096 L = 2, the earlier shape, went stream-K on H100: 20 x 6 did not fit)
+# clusters the device fits (a tail needing clusters of 6 can go stream-K where they do not fit).
 TAIL = [(1840, 3072, 7168, 2, 128)]
 
 

@@ -184,10 +184,9 @@ def test_scratch_cache_outlives_destroyed_streams(rng):
     a stream with its object. Nine streams made and destroyed here (cudaStreamCreateWithFlags /
     cudaStreamDestroy through CuPy's runtime module, passed as int handles) fill the cache, then
     eight torch streams created before them (so no handle can be a reused one) each add an
-    entry, every one evicting an entry whose stream is gone. Session 18's full suite crashed
-    (segfault) in a call on a fresh stream after test_gpu_frameworks had destroyed a cuda.core
-    stream with a cached buffer: the old eviction called cudaFreeAsync on the dead handle (run
-    against that code under compute-sanitizer --report-api-errors all, this test reports it)."""
+    entry, every one evicting an entry whose stream is gone: an eviction that used the dead
+    stream's handle (cudaFreeAsync on it) is undefined behaviour, a segfault at worst, an API
+    error that compute-sanitizer --report-api-errors all reports at best."""
     from nvfp4.reference import gemm_ref
 
     runtime = pytest.importorskip("cupy").cuda.runtime

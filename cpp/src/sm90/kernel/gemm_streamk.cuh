@@ -22,9 +22,8 @@
 // on the GPUs we know; CUDA does not promise it, and a scheme needing no promise would take
 // each CTA's range from an atomic ticket), so they are running or done when the owner waits,
 // whatever else holds the other SMs (MPS limits, green contexts, another stream's persistent
-// kernel waiting for this one's output). With range r on CTA r (session 18's first version),
-// an owner waited for CTAs not yet dispatched: a hang if other work held the remaining SMs
-// until this kernel finished.
+// kernel waiting for this one's output). Range r on CTA r would make an owner wait for CTAs
+// not yet dispatched: a hang if other work held the remaining SMs until this kernel finished.
 // The flags are zeroed by the token pass in front (kernel/token_predecode.cuh), which this
 // kernel's consumers wait for (griddepcontrol.wait) before touching the workspace. This kernel
 // must never trigger its dependents early (griddepcontrol.launch_dependents): their CTAs would
@@ -170,7 +169,7 @@ __global__ void __launch_bounds__(MainloopRSPredecodedT<kTileX>::kThreads, 1)
             // Every consumer thread acquires q's flag itself (its own loads of q's partial are then
             // ordered after it); the vote keeps the loop's exit warp-uniform. (A thread-0 spin + a
             // named barrier made the whole consumer loop divergent to ptxas: R2UR per HGMMA, +9%
-            // instructions per K block, spills; session 17's desk review, .scratch/next18.)
+            // instructions per K block, spills.)
             while (!__all_sync(0xFFFFFFFFu, streamk_detail::ld_acquire_gpu(sk.flags + q) != 0u)) __nanosleep(64);
             streamk_detail::add_partial<kAccRegs>(sk.partials + static_cast<size_t>(q) * slot_floats, ctid, sum);
           }
