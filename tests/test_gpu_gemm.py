@@ -194,7 +194,7 @@ def test_gemm_staged_scales_graph(dev, rng):
         assert_matches(dev.get(out), want, "float32")
 
 
-# Few weight rows, many tokens (N <= 128, M >= 4 N, M·K·L·2 >= 24 MiB): sm90a runs Cᵀ = B·Aᵀ, B's rows as the tokens
+# Few weight rows, many tokens (N <= 1024, M >= 4 N, M·K·L·2 >= 24 MiB, N·K·L·2 <= 32 MiB): sm90a runs Cᵀ = B·Aᵀ, B's rows as the tokens
 # (cpp/src/sm90/gemm_plan.hpp swap_roles). (M, N, K, L, kernel the swapped problem takes)
 SWAPPED = [
     (4096, 128, 4096, 1, "predecoded"),               # one token tile, split 3 (30 clusters of 4 fit)
@@ -206,6 +206,7 @@ SWAPPED = [
     (20000, 100, 2080, 1, "streamk"),                 # 157 tiles, stream-K, staged scales
     (6000, 300, 4160, 1, "nvfp4_sm90_gemm_"),         # 129..1024 weight rows: 3 token tiles
     (4200, 1000, 2080, 2, "nvfp4_sm90_gemm_"),        # 1000 rows, batches, odd M
+    (2400, 600, 4160, 4, "nvfp4_sm90_gemm_"),         # B's fp16 19 MiB (16..32 MiB swapped since session 19)
 ]
 
 

@@ -881,9 +881,10 @@ static void test_roles(std::mt19937_64& rng) {
             swap_roles(dense(4096, 129, 4096)) && swap_roles(dense(8192, 1024, 7168)) &&
             swap_roles(dense(16384, 1024, 2048)),
         "few weight rows, many tokens, the pass's tokens past 24 MiB: swapped");
-  // N past 1024, or B's fp16 past 16 MiB (1024 x 8192 x 2 = 16 MiB is the edge)
-  CHECK(!swap_roles(dense(8192, 1025, 4096)) && swap_roles(dense(8192, 1024, 8192)) &&
-            !swap_roles(dense(8192, 1024, 8224)) && !swap_roles(dense(8192, 512, 8192, 3)),
+  // N past 1024, or B's fp16 past 32 MiB (1024 x 16384 x 2 = 32 MiB is the edge)
+  CHECK(!swap_roles(dense(8192, 1025, 4096)) && swap_roles(dense(8192, 1024, 16384)) &&
+            !swap_roles(dense(8192, 1024, 16416)) && swap_roles(dense(8192, 512, 8192, 3)) &&
+            !swap_roles(dense(8192, 512, 8192, 5)),
         "B's rows past the measured swap: kept roles");
   CHECK(!swap_roles(dense(4096, 1025, 4096)) && !swap_roles(dense(128, 4096, 7168)) &&
             !swap_roles(dense(4096, 4096, 4096)) && !swap_roles(dense(2, 1, 1024)),
