@@ -85,7 +85,7 @@ needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the 136-token tile is sm90a
 
 # M just above a multiple of 128: where the 136-token instance needs fewer token tiles for
 # less work, the plan runs it (cpp/src/sm90/gemm_schedule.hpp choose_token_tile; the same shapes
-# on an H100's 132 SMs in tests/sm90_host/gemm_plan_test.cpp test_token_tile).
+# on an H100's 132 SMs in tests/sm90_host/gemm_schedule_test.cpp test_token_tile).
 # (M, N, K, L, token tile, kernel) on 132 SMs.
 TOKEN_TILE = [
     (129, 7168, 7168, 1, 136, "predecoded"),   # issue 22's shape: one tile, clusters of 2

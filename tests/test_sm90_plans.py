@@ -1,6 +1,7 @@
 """CPU tests of the sm90a plan layers: the GEMM plan (cpp/src/sm90/gemm_plan.hpp: which
 problems the Hopper kernels take; kernel, split-K, grid, token TMA box, scale-load mode and
-token workspace), the dual GEMM plan (cpp/src/sm90/dual_plan.hpp: fused kernel or composed
+token workspace; gemm_schedule_test: operand roles, token tile, stream-K, invariants over random
+problems), the dual GEMM plan (cpp/src/sm90/dual_plan.hpp: fused kernel or composed
 path, split-K, scale-load and output store modes), the grouped GEMM plan
 (cpp/src/sm90/grouped_plan.hpp: one-launch kernel or per-group loop, problem table, tile
 numbering, split-K, scale-load mode, token workspace) and the GEMV plan (cpp/src/sm90/gemv/plan.hpp: support and alignment
@@ -39,7 +40,7 @@ def _compiler():
     return None
 
 
-@pytest.mark.parametrize("test", ["gemm_plan_test", "gemv_plan_test", "dual_plan_test", "grouped_plan_test",
+@pytest.mark.parametrize("test", ["gemm_plan_test", "gemm_schedule_test", "gemv_plan_test", "dual_plan_test", "grouped_plan_test",
                                   "decode_mapping_test", "decode_moe_plan_test"])
 def test_sm90_plan(test, tmp_path):
     cc = _compiler()

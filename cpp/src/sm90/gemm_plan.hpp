@@ -4,8 +4,8 @@
 // scale-load mode, and the workspace it needs (the tiles' spread over the SMs:
 // gemm_schedule.hpp). Pure functions of the problem (shape, layouts, pointer and
 // stride alignment) and of device numbers the caller passes in (SM count, the cached
-// cluster-occupancy answers): no CUDA, so that the CPU test
-// (tests/sm90_host/gemm_plan_test.cpp) checks exactly the code the backend runs. gemm.cu
+// cluster-occupancy answers): no CUDA, so that the CPU tests (tests/sm90_host/
+// gemm_plan_test.cpp, gemm_schedule_test.cpp) check exactly the code the backend runs. gemm.cu
 // turns a plan into tensor maps, kernel parameters and launches; packed_plan.hpp plans the
 // packed MoE GEMM on the same pieces.
 #pragma once

@@ -2,7 +2,7 @@
 // geometry, split-K over clusters that all fit at once, the persistent kernel's split-K tail,
 // the pre-decoded kernels' token tile (128 or 136 tokens), and stream-K. Pure functions of
 // tile counts, K blocks and device numbers (no CUDA): gemm_plan.hpp builds a GemmPlan on
-// them, and the CPU test (tests/sm90_host/gemm_plan_test.cpp) checks them through it.
+// them, and the CPU test (tests/sm90_host/gemm_schedule_test.cpp) checks them through it.
 #pragma once
 
 #include <stddef.h>
