@@ -54,13 +54,14 @@ inline bool decode_route(const GemmProblem& p) {
 // 8192x512x7168 158.9 -> 110.5, 6144x640x7168 142.3 -> 116.8, 8192x1024x7168 239.3 -> 210.3,
 // 16384x1024x2048 195.1 -> 171.6 (every probed N in 129..1024 faster swapped, 5-53%); below
 // the token bytes the kept roles win (8192x128x512 9.1 -> 26.0, 2048x128x4096 13.4 -> 17.3,
-// 1000x100x7168 13.6 -> 15.2). B's fp16 up to 32 MiB (session 19): 8192x1024x10240 351.4 ->
-// 303.7, 8192x1024x14336 476.2 -> 414.7, 8192x1024x16384 559.4 -> 458.8 (the largest probed).
-// Past 1024 rows the swap stops paying: 8192x1280x7168 290.3 -> 272.5 and 8192x1536x7168 343.5
-// -> 325.3, but 8192x1536x4096 196.2 -> 210.1, 8192x1792x7168 376.6 -> 391.4, 8192x2048x2048
-// 148.9 -> 180.1, 16384x4096x4096 943.9 -> 1047.4: the roles stay. The output's row and column strides swap
-// with the roles (its stores then go by C's columns: EpilogueClusterReduceT::reduce_rows walks
-// tokens fastest for them).
+// 1000x100x7168 13.6 -> 15.2). B's fp16 up to 32 MiB (bench/NOTES.md session 19):
+// 8192x1024x10240 351.4 -> 303.7, 8192x1024x14336 476.2 -> 414.7, 8192x1024x16384 559.4 ->
+// 458.8 (the largest probed). Past 1024 rows the swap is mixed (8192x1280x7168 290.3 -> 272.5,
+// 8192x1536x7168 343.5 -> 325.3, but 8192x1536x4096 196.2 -> 210.1) and from 1792 rows slower
+// (8192x1792x7168 376.6 -> 391.4, 8192x2048x2048 148.9 -> 180.1, 16384x4096x4096 943.9 ->
+// 1047.4): the roles stay there. The output's row and column strides swap with the roles (its
+// stores then go by C's columns: EpilogueClusterReduceT::reduce_rows walks tokens fastest for
+// them).
 constexpr int64_t kSwapMaxN = 1024;
 constexpr int64_t kSwapMinRatio = 4;
 constexpr int64_t kSwapMinTokenBytes = int64_t(24) << 20;
