@@ -15,9 +15,8 @@
 //        (accumulator_promotion.cuh).
 // A ring stage is released when the wgmma that read its token tile has completed.
 // run_producer / run_segment continue the ring across calls, so one CTA can compute
-// several K ranges of different tiles in turn (the persistent kernel; a stream-K kernel
-// built on this was measured slower and removed: bench/NOTES.md "stream-K where cluster
-// split-K falls short").
+// several K ranges of different tiles in turn (the persistent, stream-K and grouped
+// kernels: kernel/gemm_persistent.cuh, gemm_streamk.cuh, grouped_walk.cuh).
 //
 // Two fragment sets, not three: with three (two groups in flight while decoding) ptxas
 // gave two of the sets the same physical registers, so a decode overwrote the A
