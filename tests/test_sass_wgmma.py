@@ -1,0 +1,101 @@
+"""tools/check_wgmma_sass.py: the register-hazard check of asynchronous wgmma in SASS.
+
+CPU only: synthetic SASS the checker must pass or flag, then every HGMMA kernel of the built
+library (when it holds sm_90a code and cuobjdump is on the PATH), which must be clean: the
+main loops' correctness rests on ptxas never writing a fragment or accumulator register
+before the wgmma.wait_group that retires its last reader (collective/mainloop_rs.cuh,
+mainloop_rs_predecoded.cuh).
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tools"))
+import check_wgmma_sass as cws  # noqa: E402
+
+
+def _sass(*lines):
+    body = "\n".join(f"        /*{16 * i:04x}*/                   {t} ;" for i, t in enumerate(lines))
+    return f"\n\tFunction : k\n{body}\n"
+
+
+def _hazards(*lines):
+    (name, insns), = list(cws.functions(_sass(*lines)))
+    assert name == "k"
+    return cws.check(insns)
+
+
+RS = "HGMMA.64x128x16.F32 R24, R100, gdesc[UR4], R24"
+
+
+def test_clean_group_passes():
+    n, hz = _hazards("IMAD.MOV.U32 R100, RZ, RZ, R2", "WARPGROUP.ARRIVE", RS, RS + ", gsb0",
+                     "WARPGROUP.DEPBAR.LE gsb0, 0x0", "IMAD.MOV.U32 R100, RZ, RZ, R3", "FADD R5, R24, R6", "EXIT")
+    assert n == 2 and hz == []
+
+
+def test_a_register_written_in_flight():
+    _, hz = _hazards("WARPGROUP.ARRIVE", RS + ", gsb0", "IMAD.MOV.U32 R101, RZ, RZ, R3",
+                     "WARPGROUP.DEPBAR.LE gsb0, 0x0", "EXIT")
+    assert [h[2] for h in hz] == ["writes an A register of a group in flight"]
+
+
+def test_wait_that_leaves_the_reader_pending():
+    # two groups, wait_group 1: the first group (A = R100..R103) is done, the second (R104..) is not
+    _, ok = _hazards("WARPGROUP.ARRIVE", RS + ", gsb0", "HGMMA.64x128x16.F32 R24, R104, gdesc[UR4], R24, gsb0",
+                     "WARPGROUP.DEPBAR.LE gsb0, 0x1", "IMAD.MOV.U32 R100, RZ, RZ, R3", "WARPGROUP.DEPBAR.LE gsb0, 0x0",
+                     "EXIT")
+    _, bad = _hazards("WARPGROUP.ARRIVE", RS + ", gsb0", "HGMMA.64x128x16.F32 R24, R104, gdesc[UR4], R24, gsb0",
+                      "WARPGROUP.DEPBAR.LE gsb0, 0x1", "IMAD.MOV.U32 R105, RZ, RZ, R3",
+                      "WARPGROUP.DEPBAR.LE gsb0, 0x0", "EXIT")
+    assert ok == [] and [h[2] for h in bad] == ["writes an A register of a group in flight"]
+
+
+def test_accumulator_read_in_flight():
+    _, hz = _hazards("WARPGROUP.ARRIVE", RS + ", gsb0", "FADD R5, R30, R6", "WARPGROUP.DEPBAR.LE gsb0, 0x0", "EXIT")
+    assert [h[2] for h in hz] == ["reads the accumulator while a group is in flight"]
+
+
+def test_missing_fence_after_a_fragment_write():
+    _, hz = _hazards("WARPGROUP.ARRIVE", "IMAD.MOV.U32 R102, RZ, RZ, R3", RS + ", gsb0",
+                     "WARPGROUP.DEPBAR.LE gsb0, 0x0", "EXIT")
+    assert [h[2] for h in hz] == ["A registers written since the last WARPGROUP.ARRIVE"]
+
+
+def test_hazard_on_one_path_only():
+    # a predicated branch around the wait: the path that skips it writes R100 in flight
+    _, hz = _hazards("WARPGROUP.ARRIVE", RS + ", gsb0", "@P0 BRA 0x40", "WARPGROUP.DEPBAR.LE gsb0, 0x0",
+                     "IMAD.MOV.U32 R100, RZ, RZ, R3", "WARPGROUP.DEPBAR.LE gsb0, 0x0", "EXIT")
+    assert [h[0] for h in hz] == [0x40]
+
+
+def _library():
+    try:
+        cmake_dir = subprocess.run([sys.executable, "-m", "nvfp4", "--cmake-dir"], capture_output=True, text=True,
+                                   check=True).stdout.strip()
+    except (subprocess.CalledProcessError, OSError):
+        return None
+    lib = os.path.join(os.path.dirname(os.path.dirname(cmake_dir)), "libnvfp4.so")
+    return lib if os.path.exists(lib) else None
+
+
+@pytest.mark.skipif(shutil.which("cuobjdump") is None, reason="needs cuobjdump (CUDA toolkit)")
+def test_library_wgmma_kernels_have_no_register_hazard():
+    lib = _library()
+    if lib is None:
+        pytest.skip("libnvfp4.so not found (python -m nvfp4 --cmake-dir)")
+    checked, failed = 0, []
+    for name, insns in cws.functions(cws.sass_of(lib)):
+        n, hazards = cws.check(insns)
+        if n:
+            checked += 1
+            if hazards:
+                failed.append((name, hazards[:3]))
+    if checked == 0:
+        pytest.skip("the library holds no sm_90a wgmma kernel (NVFP4_CUDA_ARCHS without 90a)")
+    assert checked >= 10, f"only {checked} HGMMA kernels found"
+    assert failed == []
