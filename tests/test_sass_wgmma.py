@@ -1,4 +1,5 @@
-"""tools/check_wgmma_sass.py: the register-hazard check of asynchronous wgmma in SASS.
+"""tools/check_wgmma_sass.py: the register-hazard check of asynchronous wgmma in SASS, and
+no spills in the loops that issue wgmma.
 
 CPU only: synthetic SASS the checker must pass or flag, then every HGMMA kernel of the built
 library (when it holds sm_90a code and cuobjdump is on the PATH), which must be clean: the
@@ -84,7 +85,7 @@ def _library():
 
 
 @pytest.mark.skipif(shutil.which("cuobjdump") is None, reason="needs cuobjdump (CUDA toolkit)")
-def test_library_wgmma_kernels_have_no_register_hazard():
+def test_library_wgmma_kernels_clean():
     lib = _library()
     if lib is None:
         pytest.skip("libnvfp4.so not found (python -m nvfp4 --cmake-dir)")
@@ -93,9 +94,25 @@ def test_library_wgmma_kernels_have_no_register_hazard():
         n, hazards = cws.check(insns)
         if n:
             checked += 1
+            hazards += cws.hot_loop_spills(insns)
             if hazards:
                 failed.append((name, hazards[:3]))
     if checked == 0:
         pytest.skip("the library holds no sm_90a wgmma kernel (NVFP4_CUDA_ARCHS without 90a)")
     assert checked >= 10, f"only {checked} HGMMA kernels found"
     assert failed == []
+
+
+def _spills(*lines):
+    (_, insns), = list(cws.functions(_sass(*lines)))
+    return [h[2] for h in cws.hot_loop_spills(insns)]
+
+
+def test_spill_in_the_hgmma_loop():
+    loop = ["WARPGROUP.ARRIVE", RS + ", gsb0", "WARPGROUP.DEPBAR.LE gsb0, 0x0"]
+    # entry at 0x00; the loop body 0x10..0x50 branches back to 0x10
+    assert _spills("IMAD.MOV.U32 R2, RZ, RZ, R3", *loop, "STL [R1], R2", "@P0 BRA 0x10", "EXIT") == \
+        ["local memory in the HGMMA loop at 0x10"]
+    assert _spills("STL [R1], R2", *loop, "@P0 BRA 0x10", "LDL R2, [R1]", "EXIT") == []
+    # an outer loop (0x00..0x60) around the HGMMA loop (0x10..0x40): its spills are not in the hot loop
+    assert _spills("STL [R1], R2", *loop, "@P0 BRA 0x10", "LDL R2, [R1]", "@P1 BRA 0x0", "EXIT") == []

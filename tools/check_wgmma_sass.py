@@ -11,7 +11,8 @@ reports
   - a write to an A register of a group still in flight,
   - a read or write of an accumulator register while any group is in flight,
   - an HGMMA whose A or accumulator registers were written since the last WARPGROUP.ARRIVE
-    (wgmma.fence).
+    (wgmma.fence);
+and local-memory accesses (spills) inside the innermost loops that issue HGMMA.
 The model is heuristic where SASS is irregular: an instruction's destination is its first
 register operand (after a leading predicate), 2 registers for .64 / WIDE / CS2R, 4 for .128;
 uniform, store, barrier and branch instructions write no vector register. It can miss a
@@ -170,6 +171,67 @@ def check(insns: list[tuple[int, str]]) -> tuple[int, list[tuple]]:
     return len(hgmma), sorted(hazards)
 
 
+def _natural_loops(insns: list[tuple[int, str]]):
+    """The natural loops of the function's control-flow graph, as sets of instruction pcs: for
+    each back edge s -> h (h dominates s), h and every instruction that reaches s without
+    passing through h. By the graph, not the layout: ptxas places a loop's body anywhere."""
+    order = [pc for pc, _ in insns]
+    text = dict(insns)
+    idx = {pc: i for i, pc in enumerate(order)}
+    succ: dict[int, list[int]] = {}
+    for i, pc in enumerate(order):
+        pred, op, args = _parse(text[pc])
+        out = []
+        ends = op.startswith(("EXIT", "RET")) and pred is None
+        if op.startswith("BRA") and args:
+            try:
+                out.append(int(args[-1], 16))
+            except ValueError:
+                pass
+            ends = pred is None
+        if not ends and i + 1 < len(order):
+            out.append(order[i + 1])
+        succ[pc] = [t for t in out if t in idx]
+    preds: dict[int, list[int]] = {pc: [] for pc in order}
+    for pc, outs in succ.items():
+        for t in outs:
+            preds[t].append(pc)
+    # dominators (iterative, over instructions in layout order; the entry is the first one)
+    every = frozenset(order)
+    dom = {pc: every for pc in order}
+    dom[order[0]] = frozenset([order[0]])
+    changed = True
+    while changed:
+        changed = False
+        for pc in order[1:]:
+            ps = [dom[p] for p in preds[pc]]
+            new = (frozenset.intersection(*ps) if ps else frozenset()) | {pc}
+            if new != dom[pc]:
+                dom[pc], changed = new, True
+    loops = []
+    for s_pc, outs in succ.items():
+        for h in outs:
+            if h in dom[s_pc]:  # a back edge
+                body, stack = {h, s_pc}, [s_pc]
+                while stack:
+                    for p in preds[stack.pop()]:
+                        if p not in body:
+                            body.add(p)
+                            stack.append(p)
+                loops.append((h, frozenset(body)))
+    return loops
+
+
+def hot_loop_spills(insns: list[tuple[int, str]]) -> list[tuple]:
+    """Local-memory accesses (LDL / STL: spills) inside the innermost loops that issue HGMMA
+    (natural loops; innermost = no other loop with HGMMA strictly inside)."""
+    text = dict(insns)
+    with_mma = [(h, body) for h, body in _natural_loops(insns) if any("HGMMA" in text[pc] for pc in body)]
+    inner = [(h, body) for h, body in with_mma if not any(b < body for _, b in with_mma)]
+    return sorted({(pc, text[pc], f"local memory in the HGMMA loop at {h:#x}")
+                   for h, body in inner for pc in body if re.search(r"\b(LDL|STL)\b", text[pc])})
+
+
 def sass_of(path: str) -> str:
     with open(path, "rb") as f:
         head = f.read(4)
@@ -189,6 +251,7 @@ def main(argv: list[str]) -> int:
             n, hazards = check(insns)
             if n == 0:
                 continue
+            hazards = hazards + hot_loop_spills(insns)
             print(f"{'FAIL' if hazards else 'ok  '} {n:4d} HGMMA  {name[:110]}")
             for pc, text, what in hazards[:20]:
                 print(f"       {pc:#07x}  {text}  <- {what}")
