@@ -302,16 +302,22 @@ def run_backend(backend, fn):
 
 
 @functools.lru_cache(maxsize=None)
-def c_library():
-    """libnvfp4.so through ctypes (the C ABI tests), located once per session with
-    `python -m nvfp4 --cmake-dir`: that subprocess takes about a second, which must never fall
-    inside a graph capture (see graph_capture)."""
-    import ctypes
+def library_path():
+    """The installed libnvfp4.so, located once per session with `python -m nvfp4 --cmake-dir`:
+    that subprocess takes about a second, which must never fall inside a graph capture (see
+    graph_capture)."""
     import subprocess
     import sys
     cmake_dir = subprocess.run([sys.executable, "-m", "nvfp4", "--cmake-dir"], capture_output=True,
                                text=True, check=True).stdout.strip()
-    lib = ctypes.CDLL(os.path.join(os.path.dirname(os.path.dirname(cmake_dir)), "libnvfp4.so"))
+    return os.path.join(os.path.dirname(os.path.dirname(cmake_dir)), "libnvfp4.so")
+
+
+@functools.lru_cache(maxsize=None)
+def c_library():
+    """libnvfp4.so through ctypes (the C ABI tests), located once per session (library_path)."""
+    import ctypes
+    lib = ctypes.CDLL(library_path())
     lib.nvfp4_last_error.restype = ctypes.c_char_p
     return lib
 

@@ -99,7 +99,8 @@ def _hgmma_acc(op: str, args: list[str]) -> set[int]:
 
 
 def check(insns: list[tuple[int, str]]) -> tuple[int, list[tuple]]:
-    """(number of HGMMA, hazards) of one function; each hazard (pc, instruction, what)."""
+    """(number of HGMMA, hazards) of one function, spills in its HGMMA loops included
+    (hot_loop_spills); each hazard (pc, instruction, what)."""
     text = dict(insns)
     order = [pc for pc, _ in insns]
     nxt_of = {pc: order[i + 1] if i + 1 < len(order) else None for i, pc in enumerate(order)}
@@ -168,7 +169,7 @@ def check(insns: list[tuple[int, str]]) -> tuple[int, list[tuple]]:
                 continue
         if nxt_of[pc] is not None:
             push(nxt_of[pc], pend, opn, dirty)
-    return len(hgmma), sorted(hazards)
+    return len(hgmma), sorted(hazards) + (hot_loop_spills(insns) if hgmma else [])
 
 
 def _natural_loops(insns: list[tuple[int, str]]):
@@ -251,7 +252,6 @@ def main(argv: list[str]) -> int:
             n, hazards = check(insns)
             if n == 0:
                 continue
-            hazards = hazards + hot_loop_spills(insns)
             print(f"{'FAIL' if hazards else 'ok  '} {n:4d} HGMMA  {name[:110]}")
             for pc, text, what in hazards[:20]:
                 print(f"       {pc:#07x}  {text}  <- {what}")

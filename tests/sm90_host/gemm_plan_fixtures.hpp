@@ -56,9 +56,7 @@ inline GemmDeviceNumbers h100() {
 inline GemmPlan tiled_plan(const GemmProblem& p, const GemmDeviceNumbers& d) {
   const GemmPlan g = plan_gemm(p, d, SIZE_MAX);
   if (g.path != GemmPath::kStreamK) return g;
-  const int64_t ctas = g.grid[0];
-  return plan_gemm(p, d, g.workspace_bytes - static_cast<size_t>(ctas) * streamk_partial_bytes(g.tile_x) -
-                             streamk_flag_bytes(ctas));
+  return plan_gemm(p, d, g.workspace_bytes - streamk_workspace_bytes(StreamKChoice{g.sk_units, g.grid[0]}, g.tile_x));
 }
 
 inline const char* path_name(GemmPath p) {
