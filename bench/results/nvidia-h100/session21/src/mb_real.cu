@@ -12,6 +12,7 @@
 #include <vector>
 #include "sm90/collective/mainloop_rs_predecoded.cuh"
 #include "sm90/gemm_plan.hpp"
+#include "sm90/collective/epilogue_cluster_reduce.cuh"
 
 using namespace nvfp4::sm90;
 using ML = MainloopRSPredecoded;
@@ -20,7 +21,16 @@ using ML = MainloopRSPredecoded;
 #define MB_NO_SM90A 1
 #endif
 
-__global__ void __launch_bounds__(384, 1) k_real(const uint4* src, int src_vec, int nkb, int sf_mode, float* out) {
+// kEpi: the consumers end with the persistent kernel's epilogue (EpilogueClusterReduce::store_fragment of
+// the 128 x 128 bf16 tile into c) instead of one float each: the loop compiled inside the kernel's function.
+// kEpi == 2: the same epilogue behind a __noinline__ call (the fragment passes through local memory once
+// per tile), so that ptxas compiles the loop without it.
+__device__ __noinline__ void epi_call(const GemmParams& p, int ctid, const float (&sum)[64], int64_t w0) {
+  EpilogueClusterReduceT<kTokenTile>::store_fragment(p, ctid, sum, w0, 0, 0, 1.0f);
+}
+template <int kEpi>
+__global__ void __launch_bounds__(384, 1) k_real(const uint4* src, int src_vec, int nkb, int sf_mode, float* out,
+                                                 void* c_out) {
 #ifdef MB_NO_SM90A
   __trap();
 #else
@@ -51,6 +61,21 @@ __global__ void __launch_bounds__(384, 1) k_real(const uint4* src, int src_vec, 
   ML::ConsumerState c = ML::init_consumer(s, p);
   float sum[ML::kAccRegs];
   ML::run_segment(s, c, 0, nkb, sum);
+  if constexpr (kEpi) {
+    p.M = 128;
+    p.N = static_cast<int64_t>(gridDim.x) * 128;
+    p.c = c_out;
+    p.c_dtype = 5;  // bf16
+    p.c_vec4 = 1;
+    p.c_row_stride = p.N;
+    p.c_col_stride = 1;
+    if constexpr (kEpi == 2)
+      epi_call(p, threadIdx.x - 128, sum, static_cast<int64_t>(blockIdx.x) * 128);
+    else
+      EpilogueClusterReduceT<kTokenTile>::store_fragment(p, threadIdx.x - 128, sum,
+                                                         static_cast<int64_t>(blockIdx.x) * 128, 0, 0, 1.0f);
+    return;
+  }
   float t = 0.0f;
 #pragma unroll
   for (int k = 0; k < ML::kAccRegs; ++k) t += sum[k];
@@ -58,7 +83,7 @@ __global__ void __launch_bounds__(384, 1) k_real(const uint4* src, int src_vec, 
 #endif
 }
 
-// argv: nkb, CTAs (0: one per SM), launch mode (0: <<<>>>, 1: cudaLaunchKernelEx with a cluster
+// argv: nkb, CTAs (0: one per SM), launch mode (0: <<<>>>, 3: <<<>>> with the real epilogue, 1: cudaLaunchKernelEx with a cluster
 // attribute of 1 CTA, 2: + programmatic stream serialization: the library's launch of the tile kernel)
 int main(int argc, char** argv) {
   const int nkb = argc > 1 ? atoi(argv[1]) : 1024;
@@ -83,16 +108,22 @@ int main(int argc, char** argv) {
   float* out;
   cudaMalloc(&src, ring);
   cudaMalloc(&out, size_t(sms) * 384 * 4);
+  void* cbuf;
+  cudaMalloc(&cbuf, size_t(sms) * 128 * 128 * 4);
   cudaMemcpy(src, img.data(), ring, cudaMemcpyHostToDevice);
   const size_t smem = sizeof(ML::SharedStorage) + 1024;
-  cudaFuncSetAttribute(k_real, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  cudaFuncSetAttribute(k_real<0>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  cudaFuncSetAttribute(k_real<1>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+  cudaFuncSetAttribute(k_real<2>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
   cudaEvent_t e0, e1;
   cudaEventCreate(&e0);
   cudaEventCreate(&e1);
   for (int r = 0; r < 3; ++r) {
     cudaEventRecord(e0);
-    if (mode == 0) {
-      k_real<<<ctas, 384, smem>>>(src, static_cast<int>(ring / 16), nkb, kScaleTma, out);
+    if (mode == 0 || mode == 3 || mode == 4) {
+      if (mode == 4) k_real<2><<<ctas, 384, smem>>>(src, static_cast<int>(ring / 16), nkb, kScaleTma, out, cbuf);
+      else if (mode == 0) k_real<0><<<ctas, 384, smem>>>(src, static_cast<int>(ring / 16), nkb, kScaleTma, out, cbuf);
+      else k_real<1><<<ctas, 384, smem>>>(src, static_cast<int>(ring / 16), nkb, kScaleTma, out, cbuf);
     } else {
       cudaLaunchConfig_t cfg{};
       cudaLaunchAttribute attr[2] = {};
@@ -107,8 +138,8 @@ int main(int argc, char** argv) {
       attr[1].val.programmaticStreamSerializationAllowed = 1;
       cfg.attrs = attr;
       cfg.numAttrs = mode == 1 ? 1 : 2;
-      cudaLaunchKernelEx(&cfg, k_real, static_cast<const uint4*>(src), static_cast<int>(ring / 16), nkb,
-                         static_cast<int>(kScaleTma), out);
+      cudaLaunchKernelEx(&cfg, k_real<0>, static_cast<const uint4*>(src), static_cast<int>(ring / 16), nkb,
+                         static_cast<int>(kScaleTma), out, cbuf);
     }
     cudaEventRecord(e1);
     cudaEventSynchronize(e1);
