@@ -2,11 +2,12 @@
 //
 // Decode (integer only, docs/design.md "Backends"): a nibble s|e1 e0 m placed with its
 // sign at fp16 bit 15 and its magnitude bits at fp16 bits 11..9 is the fp16 number
-// e2m1_value * 2^-14 exactly (codes 0/1 land on fp16 subnormals). One shift + one
-// LOP3 gives two values from the nibbles p and p+4 of a 32-bit word: shifting the
+// e2m1_value * 2^-14 exactly (codes 0/1 land on fp16 subnormals). Two shifts + two
+// LOP3 give two values from the nibbles p and p+4 of a 32-bit word: shifting the
 // word left by 12-4p brings nibble p to bits 12..15 and nibble p+4 to bits 28..31,
-// i.e. the top of each 16-bit half; bit 15/31 is then the sign and (x >> 3) puts
-// the magnitude at 9..11 / 25..27. Multiplying by the fp16 block scale (HMUL2) is exact
+// i.e. the top of each 16-bit half, so bit 15/31 is the sign; shifting it left by
+// 9-4p puts the magnitude at 9..11 / 25..27 (see e2m1x2_to_f16x2_scaled for which
+// pipe each shift runs on, and why). Multiplying by the fp16 block scale (HMUL2) is exact
 // (docs/design.md "Numerics": every e2m1*e4m3*2^-14 is an fp16 value), so each operand
 // carries a factor 2^-14 that the epilogue folds back into alpha (2^28 for the product).
 //
@@ -29,10 +30,26 @@ namespace nvfp4::sm90 {
 
 // Pair (nibble p, nibble p+4) of `q` as an fp16x2 (low half = nibble p), each
 // value = e2m1 * 2^-14. P is a compile-time constant 0..3.
+// Which pipe each shift runs on is fixed here, not left to ptxas: the sign's shift is a
+// funnel shift (SHF, ALU pipe), the magnitude's a multiply by 2^(9-4P) (IMAD, FMA pipe,
+// beside the HMUL2 and the promotion's FADD), so a block's decode burst loads both pipes.
+// Written as plain shifts, ptxas chose per kernel: inside the GEMM kernels, with their
+// epilogue after the loop, every left shift became IMAD.SHL, and the consumer loop kept
+// the tensor pipe 81.7-82.0% busy (the kernels: 80.4%) against 85.9% for the same loop
+// compiled without that epilogue (H100, locked clocks, bench/NOTES.md session 21). Fixed split: 86.9% with the
+// epilogue, and the GEMM kernels 2.8-3.7% faster at locked clocks (4096^3 265.7 -> 258.2
+// µs); all shifts as SHF: 85.5%; the gemv decode's shared-shift form (decode_word_scaled,
+// 11 instead of 15 integer instructions per word): 80.4%.
 template <int P>
 __device__ __forceinline__ uint32_t e2m1x2_to_f16x2_scaled(uint32_t q) {
-  const uint32_t x = q << (12 - 4 * P);
-  return (x & 0x80008000u) | ((x >> 3) & 0x0E000E00u);
+  if constexpr (P == 3) {
+    return (q & 0x80008000u) | ((q >> 3) & 0x0E000E00u);
+  } else {
+    uint32_t sign, mag;
+    asm("shf.l.clamp.b32 %0, %1, %2, %3;" : "=r"(sign) : "r"(0u), "r"(q), "n"(12 - 4 * P));  // q << (12 - 4P)
+    asm("mul.lo.u32 %0, %1, %2;" : "=r"(mag) : "r"(q), "n"(1u << (9 - 4 * P)));          // q << (9 - 4P)
+    return (sign & 0x80008000u) | (mag & 0x0E000E00u);
+  }
 }
 
 // Two e4m3 bytes (low byte first) -> fp16x2 (exact; NaN stays NaN).
