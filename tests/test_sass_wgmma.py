@@ -1,5 +1,6 @@
-"""tools/check_wgmma_sass.py: the register-hazard check of asynchronous wgmma in SASS, and
-no spills in the loops that issue wgmma.
+"""tools/check_wgmma_sass.py: the register-hazard check of asynchronous wgmma in SASS, no
+spills in the loops that issue wgmma, and the weight decode's left shifts split between the
+ALU and FMA pipes in those loops (collective/fp4_decode.cuh; bench/NOTES.md session 21).
 
 CPU only: synthetic SASS the checker must pass or flag, then every HGMMA kernel of the built
 library (when it holds sm_90a code and cuobjdump is on the PATH), which must be clean: the
@@ -109,3 +110,21 @@ def test_spill_in_the_hgmma_loop():
     assert _spills("STL [R1], R2", *loop, "@P0 BRA 0x10", "LDL R2, [R1]", "EXIT") == []
     # an outer loop (0x00..0x60) around the HGMMA loop (0x10..0x40): its spills are not in the hot loop
     assert _spills("STL [R1], R2", *loop, "@P0 BRA 0x10", "LDL R2, [R1]", "@P1 BRA 0x0", "EXIT") == []
+
+
+def _split(*body):
+    (_, insns), = list(cws.functions(_sass("IMAD.MOV.U32 R2, RZ, RZ, R3", "WARPGROUP.ARRIVE", RS + ", gsb0",
+                                           *body, "WARPGROUP.DEPBAR.LE gsb0, 0x0", "@P0 BRA 0x10", "EXIT")))
+    return [h[2] for h in cws.decode_shift_split(insns)]
+
+
+def test_decode_shifts_on_one_pipe():
+    # the loop (0x10..) decodes (HMUL2); its four left shifts all IMAD.SHL (FMA pipe): flagged
+    imad = ["IMAD.SHL.U32 R10, R4, 0x1000, RZ", "IMAD.SHL.U32 R11, R4, 0x200, RZ", "IMAD.SHL.U32 R12, R5, 0x100, RZ",
+            "IMAD.SHL.U32 R13, R5, 0x20, RZ", "HMUL2 R14, R10, R6"]
+    assert _split(*imad) == ["decode shifts lean to one pipe in the HGMMA loop at 0x10: 0 SHF.L, 4 IMAD.SHL"]
+    # two on each pipe (fp4_decode.cuh's split): clean; no HMUL2 in the loop: not a decode loop
+    split = ["SHF.L.U32.HI R10, RZ, 0xc, R4", "IMAD.SHL.U32 R11, R4, 0x200, RZ", "SHF.L.U32.HI R12, RZ, 0x8, R5",
+             "IMAD.SHL.U32 R13, R5, 0x20, RZ", "HMUL2 R14, R10, R6"]
+    assert _split(*split) == []
+    assert _split(*imad[:4]) == []

@@ -12,7 +12,11 @@ reports
   - a read or write of an accumulator register while any group is in flight,
   - an HGMMA whose A or accumulator registers were written since the last WARPGROUP.ARRIVE
     (wgmma.fence);
-and local-memory accesses (spills) inside the innermost loops that issue HGMMA.
+local-memory accesses (spills) inside the innermost loops that issue HGMMA, and, in those loops
+that decode weights (HMUL2), a split of the decode's left shifts that leans to one pipe: fewer
+than a third of them as SHF (ALU pipe) or as IMAD.SHL (FMA pipe). fp4_decode.cuh pins half on
+each; written as plain shifts, ptxas put them all on the FMA pipe inside the GEMM kernels and the
+loop kept the tensor pipe ~5 points less busy (bench/NOTES.md session 21).
 The model is heuristic where SASS is irregular: an instruction's destination is its first
 register operand (after a leading predicate), 2 registers for .64 / WIDE / CS2R, 4 for .128;
 uniform, store, barrier and branch instructions write no vector register. It can miss a
@@ -169,7 +173,7 @@ def check(insns: list[tuple[int, str]]) -> tuple[int, list[tuple]]:
                 continue
         if nxt_of[pc] is not None:
             push(nxt_of[pc], pend, opn, dirty)
-    return len(hgmma), sorted(hazards) + (hot_loop_spills(insns) if hgmma else [])
+    return len(hgmma), sorted(hazards) + (hot_loop_spills(insns) + decode_shift_split(insns) if hgmma else [])
 
 
 def _natural_loops(insns: list[tuple[int, str]]):
@@ -223,14 +227,35 @@ def _natural_loops(insns: list[tuple[int, str]]):
     return loops
 
 
-def hot_loop_spills(insns: list[tuple[int, str]]) -> list[tuple]:
-    """Local-memory accesses (LDL / STL: spills) inside the innermost loops that issue HGMMA
-    (natural loops; innermost = no other loop with HGMMA strictly inside)."""
+def _inner_hgmma_loops(insns: list[tuple[int, str]]):
+    """The innermost natural loops that issue HGMMA (no other loop with HGMMA strictly inside)."""
     text = dict(insns)
     with_mma = [(h, body) for h, body in _natural_loops(insns) if any("HGMMA" in text[pc] for pc in body)]
-    inner = [(h, body) for h, body in with_mma if not any(b < body for _, b in with_mma)]
+    return [(h, body) for h, body in with_mma if not any(b < body for _, b in with_mma)]
+
+
+def hot_loop_spills(insns: list[tuple[int, str]]) -> list[tuple]:
+    """Local-memory accesses (LDL / STL: spills) inside the innermost loops that issue HGMMA."""
+    text = dict(insns)
     return sorted({(pc, text[pc], f"local memory in the HGMMA loop at {h:#x}")
-                   for h, body in inner for pc in body if re.search(r"\b(LDL|STL)\b", text[pc])})
+                   for h, body in _inner_hgmma_loops(insns) for pc in body if re.search(r"\b(LDL|STL)\b", text[pc])})
+
+
+def decode_shift_split(insns: list[tuple[int, str]]) -> list[tuple]:
+    """Innermost HGMMA loops that decode (HMUL2) whose left shifts lean to one pipe: fewer than a
+    third of the SHF.L + IMAD.SHL as either. One finding per loop, at its head."""
+    text = dict(insns)
+    found = []
+    for h, body in _inner_hgmma_loops(insns):
+        ops = [_parse(text[pc])[1] for pc in body]
+        if not any(op.startswith("HMUL2") for op in ops):
+            continue
+        alu = sum(op.startswith("SHF.L") for op in ops)
+        fma = sum(op.startswith("IMAD.SHL") for op in ops)
+        if alu + fma and 3 * min(alu, fma) < alu + fma:
+            found.append((h, text[h], f"decode shifts lean to one pipe in the HGMMA loop at {h:#x}: "
+                                      f"{alu} SHF.L, {fma} IMAD.SHL"))
+    return found
 
 
 def sass_of(path: str) -> str:
