@@ -103,8 +103,9 @@ def _hgmma_acc(op: str, args: list[str]) -> set[int]:
 
 
 def check(insns: list[tuple[int, str]]) -> tuple[int, list[tuple]]:
-    """(number of HGMMA, hazards) of one function, spills in its HGMMA loops included
-    (hot_loop_spills); each hazard (pc, instruction, what)."""
+    """(number of HGMMA, hazards) of one function, its innermost HGMMA loops' spills
+    (hot_loop_spills) and one-pipe decode shifts (decode_shift_split) included; each hazard
+    (pc, instruction, what)."""
     text = dict(insns)
     order = [pc for pc, _ in insns]
     nxt_of = {pc: order[i + 1] if i + 1 < len(order) else None for i, pc in enumerate(order)}
@@ -173,7 +174,10 @@ def check(insns: list[tuple[int, str]]) -> tuple[int, list[tuple]]:
                 continue
         if nxt_of[pc] is not None:
             push(nxt_of[pc], pend, opn, dirty)
-    return len(hgmma), sorted(hazards) + (hot_loop_spills(insns) + decode_shift_split(insns) if hgmma else [])
+    if not hgmma:
+        return 0, sorted(hazards)
+    inner = _inner_hgmma_loops(insns)  # the control-flow analysis once, for both loop checks
+    return len(hgmma), sorted(hazards) + hot_loop_spills(insns, inner) + decode_shift_split(insns, inner)
 
 
 def _natural_loops(insns: list[tuple[int, str]]):
@@ -234,19 +238,22 @@ def _inner_hgmma_loops(insns: list[tuple[int, str]]):
     return [(h, body) for h, body in with_mma if not any(b < body for _, b in with_mma)]
 
 
-def hot_loop_spills(insns: list[tuple[int, str]]) -> list[tuple]:
-    """Local-memory accesses (LDL / STL: spills) inside the innermost loops that issue HGMMA."""
+def hot_loop_spills(insns: list[tuple[int, str]], inner=None) -> list[tuple]:
+    """Local-memory accesses (LDL / STL: spills) inside the innermost loops that issue HGMMA
+    (`inner`: _inner_hgmma_loops(insns), when the caller has it)."""
     text = dict(insns)
+    loops = _inner_hgmma_loops(insns) if inner is None else inner
     return sorted({(pc, text[pc], f"local memory in the HGMMA loop at {h:#x}")
-                   for h, body in _inner_hgmma_loops(insns) for pc in body if re.search(r"\b(LDL|STL)\b", text[pc])})
+                   for h, body in loops for pc in body if re.search(r"\b(LDL|STL)\b", text[pc])})
 
 
-def decode_shift_split(insns: list[tuple[int, str]]) -> list[tuple]:
+def decode_shift_split(insns: list[tuple[int, str]], inner=None) -> list[tuple]:
     """Innermost HGMMA loops that decode (HMUL2) whose left shifts lean to one pipe: fewer than a
-    third of the SHF.L + IMAD.SHL as either. One finding per loop, at its head."""
+    third of the SHF.L + IMAD.SHL as either. One finding per loop, at its head (`inner` as in
+    hot_loop_spills)."""
     text = dict(insns)
     found = []
-    for h, body in _inner_hgmma_loops(insns):
+    for h, body in _inner_hgmma_loops(insns) if inner is None else inner:
         ops = [_parse(text[pc])[1] for pc in body]
         if not any(op.startswith("HMUL2") for op in ops):
             continue

@@ -33,13 +33,10 @@ namespace nvfp4::sm90 {
 // Which pipe each shift runs on is fixed here, not left to ptxas: the sign's shift is a
 // funnel shift (SHF, ALU pipe), the magnitude's a multiply by 2^(9-4P) (IMAD, FMA pipe,
 // beside the HMUL2 and the promotion's FADD), so a block's decode burst loads both pipes.
-// Written as plain shifts, ptxas chose per kernel: inside the GEMM kernels, with their
-// epilogue after the loop, every left shift became IMAD.SHL, and the consumer loop kept
-// the tensor pipe 81.7-82.0% busy (the kernels: 80.4%) against 85.9% for the same loop
-// compiled without that epilogue (H100, locked clocks, bench/NOTES.md session 21). Fixed split: 86.9% with the
-// epilogue, and the GEMM kernels 2.8-3.7% faster at locked clocks (4096^3 265.7 -> 258.2
-// µs); all shifts as SHF: 85.5%; the gemv decode's shared-shift form (decode_word_scaled,
-// 11 instead of 15 integer instructions per word): 80.4%.
+// Left to ptxas, every shift became IMAD.SHL inside the GEMM kernels and the consumer loop
+// kept the tensor pipe 81.7-82.0% busy against 86.9% with this split (H100, locked clocks;
+// the GEMM kernels 2.8-3.7% faster). tools/check_wgmma_sass.py flags a decode loop whose
+// shifts lean to one pipe; the other splits measured are in bench/NOTES.md session 21.
 template <int P>
 __device__ __forceinline__ uint32_t e2m1x2_to_f16x2_scaled(uint32_t q) {
   if constexpr (P == 3) {
