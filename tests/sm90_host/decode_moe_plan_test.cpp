@@ -15,6 +15,7 @@
 #include "sm90/packed_plan.hpp"
 
 #include "../host_check.hpp"
+#include "h100_clusters.hpp"
 
 using namespace nvfp4;
 using namespace nvfp4::sm90;
@@ -30,6 +31,7 @@ static MmaKernelInfo moe_info(int nt8) {
   i.regs_per_sm = 65536;
   i.static_smem = 0;
   i.max_smem_block = 232448;
+  h100_cluster_table(i);
   return i;
 }
 

@@ -36,6 +36,7 @@ using namespace nvfp4;
 using namespace nvfp4::sm90;
 
 #include "../host_check.hpp"
+#include "h100_clusters.hpp"
 
 static const uint8_t* addr(uintptr_t a) { return reinterpret_cast<const uint8_t*>(a); }
 
@@ -337,6 +338,7 @@ static MmaKernelInfo dual_decode_info(int nt8) {
   i.regs_per_sm = 65536;
   i.static_smem = 0;
   i.max_smem_block = 232448;
+  h100_cluster_table(i);
   return i;
 }
 

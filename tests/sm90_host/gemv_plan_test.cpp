@@ -27,6 +27,7 @@ using namespace nvfp4;
 using namespace nvfp4::sm90::gemv_detail;
 
 #include "../host_check.hpp"
+#include "h100_clusters.hpp"
 
 // Device numbers of an H100 SXM / H200 (132 SMs, 228 KB of shared memory per SM, 227 KB
 // per block with opt-in, 64K registers) and the MMA kernel's resources as built by CUDA 13
@@ -478,6 +479,7 @@ static MmaKernelInfo decode_info(int nt8) {
   MmaKernelInfo i = h100_info(nt8 == 1 ? 79 : nt8 == 2 ? 106 : 126);
   i.static_smem = 0;
   i.max_smem_block = 232448;
+  h100_cluster_table(i);
   return i;
 }
 
@@ -522,18 +524,19 @@ static void test_decode_plan() {
   }
   // the target shapes on an H100 (132 SMs): the time model's K split and CTA size, two CTAs per
   // SM (decode_plan.hpp choose_decode_shape; bench/NOTES.md "Decode kernel streaming (issue 22,
-  // session 11)"); clusters of 4 only within the GPC fill (4096x14336: 208 CTAs, not 8-warp
-  // clusters of 4 at one CTA per SM, measured 36.8 µs in session 10: two waves)
+  // session 11)"); clusters only as large as the device's cluster table holds in one wave
+  // (4096x14336: 224 CTAs in clusters of 7 = the H100's 32 such clusters; bench/NOTES.md "Decode K
+  // split over clusters of up to 8")
   struct Want {
     int64_t N, K;
     int nt8, wt, kc;
     int64_t ctas;
   };
   const Want wants[] = {
-      {7168, 7168, 1, 8, 4, 224},   {4096, 14336, 1, 5, 4, 208}, {14336, 4096, 1, 7, 2, 256},
-      {7168, 7168, 2, 8, 4, 224},   {4096, 14336, 2, 5, 4, 208}, {14336, 4096, 2, 7, 2, 256},
+      {7168, 7168, 1, 8, 4, 224},   {4096, 14336, 1, 8, 7, 224}, {14336, 4096, 1, 7, 2, 256},
+      {7168, 7168, 2, 8, 4, 224},   {4096, 14336, 2, 8, 7, 224}, {14336, 4096, 2, 7, 2, 256},
       // 4 groups: the same shapes (a 32 KB token tile of one stage, 124-126 registers: two CTAs per SM)
-      {7168, 7168, 4, 8, 4, 224},   {4096, 14336, 4, 5, 4, 208}, {14336, 4096, 4, 7, 2, 256},
+      {7168, 7168, 4, 8, 4, 224},   {4096, 14336, 4, 8, 7, 224}, {14336, 4096, 4, 7, 2, 256},
   };
   for (const Want& w : wants) {
     const MmaKernelInfo info = decode_info(w.nt8);
@@ -547,6 +550,36 @@ static void test_decode_plan() {
     CHECK(d.unsupported == nullptr && s.wt == w.wt && s.kc == w.kc && d.ctas == w.ctas,
           "%lldx%lld nt8 %d: wt %d kc %d ctas %lld (want %d %d %lld)", (long long)w.N, (long long)w.K, w.nt8, s.wt,
           s.kc, (long long)d.ctas, w.wt, w.kc, (long long)w.ctas);
+  }
+  // waves of clustered grids from the device's table (decode_waves)
+  {
+    const MmaKernelInfo info = decode_info(1);
+    // session 10: 128 CTAs in clusters of 4 at one per SM, 120 fit: two waves
+    DecodeWaves w = decode_waves(info, 128, 4, 1, kSms);
+    CHECK(w.waves == 2 && w.share == 1 && !w.spread, "128 CTAs kc 4 at 1 per SM: waves %lld", (long long)w.waves);
+    // 224 CTAs in clusters of 7 at two per SM: exactly one wave (32 clusters); one cluster more: two
+    w = decode_waves(info, 224, 7, 2, kSms);
+    CHECK(w.waves == 1 && w.share == 2, "224 CTAs kc 7: waves %lld share %lld", (long long)w.waves, (long long)w.share);
+    w = decode_waves(info, 231, 7, 2, kSms);
+    CHECK(w.waves == 2, "231 CTAs kc 7: waves %lld", (long long)w.waves);
+    // the even spread only where the capped residency still holds the grid in one wave: 128 CTAs
+    // in clusters of 4 fit at 2 per SM (248) but not at 1 (120), so no cap; 112 in clusters of 2
+    // fit at 1 per SM: capped
+    w = decode_waves(info, 128, 4, 2, kSms);
+    CHECK(w.waves == 1 && w.share == 2 && !w.spread, "128 CTAs kc 4 at 2 per SM");
+    w = decode_waves(info, 112, 2, 2, kSms);
+    CHECK(w.waves == 1 && w.share == 1 && w.spread, "112 CTAs kc 2 at 2 per SM: spread");
+    // single CTAs: slots = SMs x per SM
+    w = decode_waves(info, 300, 1, 2, kSms);
+    CHECK(w.waves == 2 && w.share == 2 && !w.spread, "300 CTAs kc 1");
+    // no table (not queried): no cluster launch is a candidate
+    MmaKernelInfo bare = info;
+    for (auto& row : bare.cluster_ctas)
+      for (int& v : row) v = 0;
+    CHECK(decode_waves(bare, 224, 4, 2, kSms).waves == 0 && decode_waves(bare, 224, 1, 2, kSms).waves == 1,
+          "bare table: clusters refused, single CTAs planned");
+    const DecodeShape s = choose_decode_shape(bare, 1, 7168 / 32, 7168 / 128 * 8, 1, kSms);
+    CHECK(s.kc == 1 && s.wt >= 2, "bare table: 7168^2 planned without a cluster (kc %d)", s.kc);
   }
   // invariants over a grid of problems
   for (int nt8 : {1, 2, 4})
@@ -564,8 +597,8 @@ static void test_decode_plan() {
                           s.kc >= 1 && s.kc <= kDecodeMaxCluster && d.warps == s.wt &&
                           d.kc * d.stages_per_cta >= n_stages && (d.kc - 1) * d.stages_per_cta < n_stages &&
                           (d.kc == 1 || d.stages_per_cta >= kDecodeMinClusterStages) &&
-                          // clusters of 3 / 4 within the GPC fill of the CTA slots (one wave)
-                          (d.kc <= 2 || d.ctas <= kDecodeClusterFill * kSms * per_sm) &&
+                          // clusters only of sizes the device's table holds (waves counted from it)
+                          (d.kc == 1 || info.cluster_ctas[std::min(per_sm, kClusterTablePerSm)][d.kc] > 0) &&
                           d.tile_cap % kMmaSC == 0 &&
                           d.tile_cap <= decode_tile_chunks(nt8) && d.tile_cap > 0 &&
                           d.smem <= static_cast<size_t>(info.max_smem_block) && d.smem_launch >= d.smem &&

@@ -254,7 +254,7 @@ nvfp4_status_t dual_decode_info(int device, int nt8, bool blocked, gemv_detail::
   return cache[(nt8 == 1 ? 0 : 1) * 2 + (blocked ? 1 : 0)].get(
       device,
       [device, kernel](gemv_detail::MmaKernelInfo& v) {
-        return gemv_detail::query_kernel_info(device, reinterpret_cast<const void*>(kernel), v);
+        return gemv_detail::query_decode_kernel_info(device, reinterpret_cast<const void*>(kernel), v);
       },
       out);
 }

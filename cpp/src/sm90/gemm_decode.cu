@@ -46,7 +46,7 @@ nvfp4_status_t decode_info(int device, int nt8, bool blocked, MmaKernelInfo* out
   const DecodeKernelFn kernel = decode_kernel(nt8, blocked);
   if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode gemm: no kernel for %d token groups", nt8);
   return cache[slot].get(device, [device, kernel](MmaKernelInfo& v) {
-    return query_kernel_info(device, reinterpret_cast<const void*>(kernel), v);
+    return query_decode_kernel_info(device, reinterpret_cast<const void*>(kernel), v);
   }, out);
 }
 

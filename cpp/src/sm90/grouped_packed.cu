@@ -79,7 +79,7 @@ nvfp4_status_t moe_decode_route(const PackedGroupedGemmProblem& p, const Exec& e
   MmaKernelInfo info;
   const DecodeMoeKernelFn kernel = decode_moe_kernel(nt8);
   const nvfp4_status_t st = cache[nt8 - 1].get(exec.device, [&exec, kernel](MmaKernelInfo& v) {
-    return query_kernel_info(exec.device, reinterpret_cast<const void*>(kernel), v);
+    return query_decode_kernel_info(exec.device, reinterpret_cast<const void*>(kernel), v);
   }, &info);
   if (st != NVFP4_SUCCESS) return st;
   *dl = decode_moe_launch(info, p, sm_count);

@@ -85,11 +85,10 @@ inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : 4; }
 // "Decode kernel streaming").
 inline int decode_tile_chunks(int nt8) { return nt8 == 1 ? 64 : nt8 == 2 ? 32 : 16; }
 constexpr int kDecodeMaxWarps = 8;
-// Cluster split of K: up to 4 CTAs, each rank >= kDecodeMinClusterStages stages and none empty.
-// (Session 10 measured clusters of 4 slower, 4096x14336 M=4 36.8 µs against 27.0: 32 clusters
-// of 4 at one CTA per SM, where the H100 holds 30 at a time, i.e. two waves; at two CTAs per
-// SM it holds ~66. The shape model below counts the waves from the CTAs per SM only.)
-constexpr int kDecodeMaxCluster = 4;
+// Cluster split of K: up to 8 CTAs (the portable cluster size), each rank >=
+// kDecodeMinClusterStages stages and none empty; the waves of a clustered grid come from the
+// device's cluster table (decode_waves below).
+constexpr int kDecodeMaxCluster = 8;
 constexpr int kDecodeMinClusterStages = 3;
 
 // Why the decode kernel cannot take p (nullptr: it can). Same operand rules as the MMA
@@ -133,6 +132,43 @@ inline int decode_tile_cap(int nt8, int stages_per_cta) {
   return need < decode_tile_chunks(nt8) ? need : decode_tile_chunks(nt8);
 }
 
+// Waves of a decode launch: `ctas` CTAs in clusters of kc, p of which fit on an SM. A cluster
+// must fit in one GPC, so a wave holds info.cluster_ctas[p][kc] CTAs (queried from the device),
+// not p x SMs (H100, 8-warp CTAs at 2 per SM: 248 CTAs in clusters of 4, 224 of 7; session 10
+// ran 128 CTAs in clusters of 4 at 1 per SM, where 120 fit: two waves, 36.8 µs against 27.0).
+// Where fewer than p CTAs per SM suffice and still fit in one wave, decode_launch caps the
+// residency at that share (the even spread: the block scheduler cannot stack CTAs on some SMs
+// while others idle); otherwise the busiest SM holds p per wave.
+struct DecodeWaves {
+  int64_t share = 0;   // CTAs on the busiest SM per wave
+  int64_t waves = 0;   // 0: cannot launch (no cluster table for kc > 1)
+  bool spread = false;  // decode_launch caps the residency at `share`
+};
+inline DecodeWaves decode_waves(const MmaKernelInfo& info, int64_t ctas, int kc, int per_sm, int sm_count) {
+  DecodeWaves w;
+  if (per_sm <= 0 || sm_count <= 0 || ctas <= 0) return w;
+  const int64_t share0 = (ctas + sm_count - 1) / sm_count;
+  if (kc <= 1) {
+    const int64_t slots = static_cast<int64_t>(sm_count) * per_sm;
+    w.waves = (ctas + slots - 1) / slots;
+    w.share = share0 < per_sm ? share0 : per_sm;
+    w.spread = share0 < per_sm;
+    return w;
+  }
+  auto cap = [&](int64_t p) {  // CTAs of one wave at p per SM (the table's last row for more)
+    return kc <= kClusterTableSize ? info.cluster_ctas[p < kClusterTablePerSm ? p : kClusterTablePerSm][kc] : 0;
+  };
+  if (share0 < per_sm && ctas <= cap(share0)) {
+    w.waves = 1;
+    w.share = share0;
+    w.spread = true;
+  } else if (cap(per_sm) > 0) {
+    w.waves = (ctas + cap(per_sm) - 1) / cap(per_sm);
+    w.share = per_sm;
+  }
+  return w;
+}
+
 // Picks (wt, kc) by a time model of the busiest SM (bench/NOTES.md "Decode kernel streaming
 // (issue 22, session 11)"). The kernel is issue-bound, not copy-bound: NCU on 7168^2 M = 4
 // (8 warps per SM) shows 34% DRAM throughput, 0.52 warp instructions per scheduler cycle and
@@ -142,12 +178,11 @@ inline int decode_tile_cap(int nt8, int stages_per_cta) {
 // slower than 8 on the same warp stages: 4096x14336 against 7168^2). Every CTA also decodes
 // its tokens for its K range (~kDecodeTokenCost warp stages per stage and token group).
 // Candidates: Wt = 2..8 tasks per CTA (any count: 7 x 64 = 448 tasks of 7168 rows), K split
-// over kc = 1..4 CTAs; CTAs spread evenly (the even-spread cap of decode_launch), so the
-// busiest SM holds ceil(CTAs / SMs) of them, or, past one wave, per_sm per wave. A split
-// only for a clear gain (3%). Not tuned on a device yet.
+// over kc = 1..8 CTAs of a cluster, waves as decode_waves says. A split only for a clear gain
+// (3%). The constants are first guesses; the cluster sizes past 4 were measured on one shape
+// (bench/NOTES.md "Decode K split over clusters of up to 8": 4096x14336 at kc = 7).
 constexpr double kDecodeLatencyWarps = 6.0;
 constexpr double kDecodeTokenCost = 0.3;
-constexpr double kDecodeClusterFill = 0.88;
 inline double decode_issue_eff(int warps) { return warps / (warps + kDecodeLatencyWarps); }
 // Model time (warp stages / efficiency) of one shape; < 0 where it cannot launch.
 inline double decode_shape_time(const MmaKernelInfo& info, int nt8, int n_stages, int64_t tasks_per_batch, int64_t L,
@@ -155,21 +190,11 @@ inline double decode_shape_time(const MmaKernelInfo& info, int nt8, int n_stages
   const int spc = mma_stages_per_cta(n_stages, kc);
   if (kc > 1 && (spc < kDecodeMinClusterStages || (kc - 1) * spc >= n_stages)) return -1.0;
   const int per_sm = mma_ctas_per_sm(info, wt, decode_smem_bytes(decode_tile_cap(nt8, spc), nt8, wt));
-  if (per_sm <= 0 || sm_count <= 0) return -1.0;
   const int64_t ctas = L * ((tasks_per_batch + wt - 1) / wt) * kc;
-  int64_t share = (ctas + sm_count - 1) / sm_count, waves = 1;
-  if (share > per_sm) {
-    const int64_t slots = static_cast<int64_t>(sm_count) * per_sm;
-    waves = (ctas + slots - 1) / slots;
-    share = per_sm;
-  }
-  // Clusters of 3 and 4 must fit in a GPC: the H100 holds 117 / 120 such CTAs at one per SM
-  // (NCU's cluster occupancy, 39 and 30 clusters) against 132 for clusters of 2; a grid over
-  // that fill of its CTA slots would run a second wave.
-  if (kc > 2 && static_cast<double>(ctas) > kDecodeClusterFill * static_cast<double>(sm_count) * share)
-    return -1.0;
-  const double work = static_cast<double>(share) * (wt * spc + kDecodeTokenCost * nt8 * spc);
-  return static_cast<double>(waves) * work / decode_issue_eff(static_cast<int>(share) * wt);
+  const DecodeWaves w = decode_waves(info, ctas, kc, per_sm, sm_count);
+  if (w.waves <= 0) return -1.0;
+  const double work = static_cast<double>(w.share) * (wt * spc + kDecodeTokenCost * nt8 * spc);
+  return static_cast<double>(w.waves) * work / decode_issue_eff(static_cast<int>(w.share) * wt);
 }
 inline DecodeShape choose_decode_shape(const MmaKernelInfo& info, int nt8, int nchunks, int64_t tasks_per_batch,
                                        int64_t L, int sm_count) {
@@ -216,10 +241,11 @@ inline DecodeLaunch decode_launch(const MmaKernelInfo& info, DecodeShape shape, 
   r.ctas = r.groups_per_batch * L * r.kc;
   if (r.ctas > 0x7FFFFFFF) r.unsupported = "sm90a decode gemm: grid too large";
   // Even spread (the MMA GEMV's cap, plan.hpp mma_launch): where more CTAs fit on an SM than
-  // the grid's per-SM share (e.g. 2 fit, 128 CTAs need 1), extra shared memory caps them at
-  // the share, so that the block scheduler cannot stack CTAs on one SM while others idle (the
-  // shape model assumes this spread).
-  r.smem_launch = even_spread_smem(info, r.warps, r.smem, r.ctas, sm_count);
+  // the grid's per-SM share (e.g. 2 fit, 128 CTAs need 1) and the clusters still fit in one wave
+  // at that share (decode_waves), extra shared memory caps them at the share, so that the block
+  // scheduler cannot stack CTAs on one SM while others idle (the shape model assumes this).
+  const DecodeWaves w = decode_waves(info, r.ctas, r.kc, mma_ctas_per_sm(info, r.warps, r.smem), sm_count);
+  r.smem_launch = w.spread ? even_spread_smem(info, r.warps, r.smem, r.ctas, sm_count) : r.smem;
   return r;
 }
 

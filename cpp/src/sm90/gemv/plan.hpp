@@ -231,12 +231,20 @@ inline GemvConfig choose_gemv(const GemmProblem& p, int sm_count) {
 
 // Per-device resources of one MMA kernel instance (cudaFuncGetAttributes and the
 // device attributes; gemv.cu queries them once per device).
+constexpr int kClusterTablePerSm = 8;  // CTAs per SM the cluster table covers (1..8)
+constexpr int kClusterTableSize = 8;   // cluster sizes it covers (1..8, the portable maximum)
 struct MmaKernelInfo {
   int regs = 0;            // registers per thread
   int smem_per_sm = 0;     // cudaDevAttrMaxSharedMemoryPerMultiprocessor
   int regs_per_sm = 0;     // cudaDevAttrMaxRegistersPerMultiprocessor
   int max_smem_block = 0;  // opt-in dynamic shared memory per block (opt-in maximum - static)
   int static_smem = 0;     // the kernel's static shared memory
+  // cluster_ctas[p][s]: CTAs the device runs at once in clusters of s CTAs when p CTAs fit on an
+  // SM (cudaOccupancyMaxActiveClusters x s; kernel_info.hpp queries it for the decode kernels).
+  // Not p x SMs: a cluster must fit in one GPC (H100, 8-warp CTAs, 2 per SM: 264 CTAs in
+  // clusters of 2, 237 of 3, 248 of 4, 224 of 7). 0: not queried (the decode plan then splits K
+  // over clusters of at most 2).
+  int cluster_ctas[kClusterTablePerSm + 1][kClusterTableSize + 1] = {};
 };
 
 // CTAs of `warps` warps and `smem` bytes of dynamic shared memory that fit on one SM
