@@ -1,13 +1,13 @@
-"""GPU tests of the decode-regime GEMM (issue 22): gemm with 2..16 tokens on at least 4096
-weight rows (N·L), and 17..32 tokens (4 token groups) on at least 7168, runs the sm90a decode kernel (cpp/src/sm90/gemv/decode_kernel.cuh, routed by
+"""GPU tests of the decode-regime GEMM (issue 22): gemm with 2..32 tokens on at least 4096
+weight rows (N·L; 17..32 tokens, 3 or 4 token groups, need 7168 where K < 4096) runs the sm90a decode kernel (cpp/src/sm90/gemv/decode_kernel.cuh, routed by
 gemm_plan.hpp's decode_route; gemv/decode_plan.hpp says why those bounds) wherever the operands
 are aligned; the results must match the float64 reference
 (docs/design.md "Numerics", tests/_util.py tolerances) on the benchmark shapes, odd shapes
 (token-group tails, N tails, K = 32 / 96 tails, both layouts, L = 1 / 3, fp16 / bf16 / fp32),
 every token count, every cluster split the plan picks on an H100, extreme and NaN scales,
 device alphas (also changed between CUDA-graph replays); and the profiler must show the
-decode kernel (not the tiled GEMM, not GEMVs) for M = 2..16 (17..32 on >= 7168 rows). M = 1
-(a GEMV), 33..65, 17..32 on fewer rows and fewer rows (the tiled GEMM) are checked beside them; shapes outside the route still have to
+decode kernel (not the tiled GEMM, not GEMVs) on that route. M = 1 (a GEMV), 33..65, 17..32 on
+fewer rows at short K and fewer rows (the tiled GEMM) are checked beside them; shapes outside the route still have to
 match the reference.
 
 Run: python -m pytest -q tests/test_gpu_decode.py"""
@@ -84,14 +84,14 @@ def test_odd_shapes(dev, M, N, K, layout, out_dtype, backend, rng):
 
 
 # (N, token counts): M = 2..17 on 4100 rows, every tail of the 8-token groups (1 and 2 groups; 17:
-# the tiled GEMM); M = 17..33 on 7200 rows (>= 7168), every tail of the 4 token groups (33: the
-# tiled GEMM). Both N with a partial 128-row block; K = 1024 (2 stages).
+# the tiled GEMM at this K); M = 17..33 on 7200 rows (>= 7168), every tail of the 3 and 4 token
+# groups (33: the tiled GEMM). Both N with a partial 128-row block; K = 1024 (2 stages).
 TOKEN_COUNTS = [(4100, range(2, 18)), (7200, range(17, 34))]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("N,counts", TOKEN_COUNTS, ids=["groups_1_2", "groups_4"])
+@pytest.mark.parametrize("N,counts", TOKEN_COUNTS, ids=["groups_1_2", "groups_3_4"])
 def test_every_token_count(dev, N, counts, layout, backend, rng):
     """Every token count of `counts` on one shape (TOKEN_COUNTS), fp32 out, a device alpha."""
     K = 1024
@@ -102,8 +102,9 @@ def test_every_token_count(dev, N, counts, layout, backend, rng):
         assert_matches(dev.get(out), alpha * acc, "float32")
 
 
-# Launch shapes on the decode route (cluster split kc 1 or 2, 2..8 warps per CTA; another GPU
-# may pick others, the results must match all the same), partial last ranks, batches.
+# Launch shapes on the decode route (cluster split kc 1..8 as the device's cluster table allows,
+# 2..8 warps per CTA; another GPU may pick others, the results must match all the same), partial
+# last ranks, batches.
 SPLITS = [
     (8, 4096, 8192, 1),     # kc 2
     (16, 4224, 16384, 1),   # 2 token groups, a partial 128-row block
@@ -114,9 +115,12 @@ SPLITS = [
     (4, 14336, 4096, 1),    # a benchmark shape, kc 1
     (2, 4100, 2080, 3),     # K tail: a partial last stage, N tail
     (32, 7168, 7168, 1),    # 4 token groups, a benchmark shape (kc 4)
-    (17, 14336, 4096, 1),   # 4 token groups, a benchmark shape (kc 2), 15 empty token columns
-    (24, 7300, 2080, 1),    # 4 token groups: K tail, N tail
-    (20, 2400, 1024, 3),    # 4 token groups, batched: 7200 rows in all
+    (17, 14336, 4096, 1),   # 3 token groups, a benchmark shape (kc 2), 7 empty token columns
+    (24, 7300, 2080, 1),    # 3 token groups: K tail, N tail
+    (20, 2400, 1024, 3),    # 3 token groups, batched: 7200 rows in all
+    (24, 4096, 14336, 1),   # 3 token groups on 4096 rows (K >= 4096), H100: clusters of 7
+    (28, 4100, 4096, 1),    # 4 token groups on 4100 rows, N tail
+    (6, 4096, 7168, 1),     # H100: clusters of 5
 ]
 
 
@@ -210,17 +214,19 @@ def test_graph_replay_reads_alpha(dev, backend, rng):
 
 @needs_sm90
 @pytest.mark.parametrize("layout", LAYOUTS)
-@pytest.mark.parametrize("M,N", [(1, 4096), (2, 4096), (3, 4096), (8, 4096), (9, 4096), (16, 4096), (17, 4096),
-                                 (32, 4096), (65, 4096), (8, 2048), (17, 7168), (32, 7168), (33, 7168)])
-def test_decode_kernel_runs(dev, M, N, layout, rng):
+@pytest.mark.parametrize("M,N,K", [(1, 4096, 7168), (2, 4096, 7168), (3, 4096, 7168), (8, 4096, 7168), (9, 4096, 7168),
+                                   (16, 4096, 7168), (17, 4096, 7168), (24, 4096, 7168), (32, 4096, 7168),
+                                   (65, 4096, 7168), (8, 2048, 7168), (17, 7168, 7168), (32, 7168, 7168),
+                                   (33, 7168, 7168), (8, 4096, 2048), (24, 4096, 2048), (24, 7168, 2048)])
+def test_decode_kernel_runs(dev, M, N, K, layout, rng):
     if dev.name != "torch":
         pytest.skip("needs PyTorch (profiler)")
-    K = 7168
     a, b = Operand(dev, M, K, None, layout, rng), Operand(dev, N, K, None, layout, rng)
     names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend="sm90a"))
     decode = [n for n in names if "gemm_decode_kernel" in n]
     others = [n for n in names if "nvfp4_sm90_gemm" in n or "gemv_mma_kernel" in n or "gemv_reg_kernel" in n]
-    if (2 <= M <= 16 and N >= 4096) or (17 <= M <= 32 and N >= 7168):
+    # decode_plan.hpp decode_min_rows: 4096 rows, but 7168 for 17..32 tokens at K < 4096
+    if (2 <= M <= 16 and N >= 4096) or (17 <= M <= 32 and N >= (4096 if K >= 4096 else 7168)):
         assert len(decode) == 1 and not others, names
     else:
         assert not decode and others, names

@@ -132,7 +132,7 @@ static void run(int nt8, int nc, std::mt19937& rng) {
 
 int main() {
   std::mt19937 rng(22);
-  for (int nt8 : {1, 2, 4, 8})
+  for (int nt8 : {1, 2, 3, 4, 8})
     for (int nc : {kMmaSC, 1, 3, 7, 13}) run(nt8, nc, rng);
   return check_summary();
 }

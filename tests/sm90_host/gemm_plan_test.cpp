@@ -425,9 +425,9 @@ static void test_packed() {
 }
 
 // ---------------------------------------------------------------------------
-// The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..16 tokens on >= 4096 weight rows
-// (N·L), 17..32 on >= 7168, with aligned operands; M = 1 stays a GEMV, M = 33.., 17..32 on
-// 4096x14336 and fewer rows the tiled GEMM, misaligned operands the old routes.
+// The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..32 tokens on >= 4096 weight rows
+// (N·L; 17..32 at K < 4096 on >= 7168), with aligned operands; M = 1 stays a GEMV, M = 33..,
+// 17..32 on 4096x2048 and fewer rows the tiled GEMM, misaligned operands the old routes.
 // ---------------------------------------------------------------------------
 static void test_decode_route() {
   const GemmDeviceNumbers dev = h100();
@@ -437,7 +437,7 @@ static void test_decode_route() {
       for (int64_t NK : {int64_t{7168}, int64_t{4096}}) {
         const GemmProblem p = dense(M, NK, NK == 4096 ? 14336 : 7168, 1, lay);
         const GemmPlan g = plan_gemm(p, dev, SIZE_MAX);
-        const bool dec = M >= 2 && (M <= 16 || (M <= 32 && NK == 7168));
+        const bool dec = M >= 2 && M <= 32;
         const GemmPath want = M == 1 ? GemmPath::kGemvRoute : dec ? GemmPath::kDecode : GemmPath::kPredecoded;
         CHECK(g.unsupported == nullptr && g.path == want && (!dec || g.workspace_bytes == 0),
               "M=%lld N=%lld layout %d: %s (want %s)", static_cast<long long>(M), static_cast<long long>(NK),
@@ -449,6 +449,9 @@ static void test_decode_route() {
               static_cast<long long>(M));
         GemmProblem few = dense(M, 2048, 7168, 1, lay);  // too few rows: the tiled GEMM (or a GEMV)
         CHECK(!decode_route(few), "decode_route M=%lld N=2048", static_cast<long long>(M));
+        // 17..32 tokens on 4096 rows only at K >= 4096 (short K: too few stages per warp)
+        CHECK(decode_route(dense(M, 4096, 2048, 1, lay)) == (M >= 2 && M <= 16), "decode_route M=%lld 4096x2048",
+              static_cast<long long>(M));
       }
   // batched, odd shapes, mixed layouts, fp32 out, strided output: still the decode kernel
   {

@@ -472,11 +472,11 @@ static void test_geometry_and_args() {
 // ---------------------------------------------------------------------------
 // 9. decode-regime GEMM (decode_plan.hpp)
 // ---------------------------------------------------------------------------
-// The decode kernels as built by CUDA 13 for sm_90a (ptxas -v): 79 / 106 / 124 registers for
-// 1 / 2 / 4 token groups (blocked weight scales; linear 77 / 106 / 126; NT8 = 4 under
+// The decode kernels as built by CUDA 13 for sm_90a (ptxas -v): 79 / 106 / 117 / 124 registers for
+// 1 / 2 / 3 / 4 token groups (blocked weight scales; linear 77 / 106 / 117 / 126; NT8 = 3 and 4 under
 // __launch_bounds__(256, 2)), no static shared memory.
 static MmaKernelInfo decode_info(int nt8) {
-  MmaKernelInfo i = h100_info(nt8 == 1 ? 79 : nt8 == 2 ? 106 : 126);
+  MmaKernelInfo i = h100_info(nt8 == 1 ? 79 : nt8 == 2 ? 106 : nt8 == 3 ? 117 : 126);
   i.static_smem = 0;
   i.max_smem_block = 232448;
   h100_cluster_table(i);
@@ -486,14 +486,15 @@ static MmaKernelInfo decode_info(int nt8) {
 static void test_decode_plan() {
   // token groups and tiles
   CHECK(decode_nt8(2) == 1 && decode_nt8(8) == 1 && decode_nt8(9) == 2 && decode_nt8(16) == 2 &&
-            decode_nt8(17) == 4 && decode_nt8(32) == 4,
+            decode_nt8(17) == 3 && decode_nt8(24) == 3 && decode_nt8(25) == 4 && decode_nt8(32) == 4,
         "token groups");
   CHECK(decode_tile_cap(1, 7) == 64 && decode_tile_cap(2, 7) == 32 && decode_tile_cap(2, 1) == kMmaSC &&
-            decode_tile_cap(4, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(4), 4) == 32768,
+            decode_tile_cap(4, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(4), 4) == 32768 &&
+            decode_tile_cap(3, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(3), 3) == 24576,
         "token tile caps");
-  // rows the route needs: 4096 up to 16 tokens, 7168 for 17..32 (4 token groups)
-  CHECK(decode_min_rows(2) == 4096 && decode_min_rows(16) == 4096 && decode_min_rows(17) == 7168 &&
-            decode_min_rows(32) == 7168,
+  // rows the route needs: 4096, but 7168 for 17..32 tokens (3 / 4 token groups) at K < 4096
+  CHECK(decode_min_rows(2, 2048) == 4096 && decode_min_rows(16, 1024) == 4096 && decode_min_rows(17, 2048) == 7168 &&
+            decode_min_rows(32, 4064) == 7168 && decode_min_rows(17, 4096) == 4096 && decode_min_rows(32, 14336) == 4096,
         "decode_min_rows");
   CHECK(decode_token_tile_bytes(64, 2) == 64 * 16 * 64, "token tile bytes");
   // support
@@ -582,7 +583,7 @@ static void test_decode_plan() {
     CHECK(s.kc == 1 && s.wt >= 2, "bare table: 7168^2 planned without a cluster (kc %d)", s.kc);
   }
   // invariants over a grid of problems
-  for (int nt8 : {1, 2, 4})
+  for (int nt8 : {1, 2, 3, 4})
     for (int64_t N : {8LL, 200LL, 1000LL, 4096LL, 7168LL, 14336LL, 50000LL})
       for (int64_t K : {32LL, 96LL, 512LL, 4096LL, 7168LL, 14336LL, 65536LL})
         for (int64_t L : {1LL, 3LL}) {

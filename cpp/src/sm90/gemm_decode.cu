@@ -1,4 +1,4 @@
-// sm90a decode-regime GEMM launcher: gemm with M = 2..32 tokens on >= 4096 (17..32: 7168) weight rows
+// sm90a decode-regime GEMM launcher: gemm with M = 2..32 tokens on >= 4096 (17..32 at K < 4096: 7168) weight rows
 // (gemm_plan.hpp routes them here, gemv/decode_plan.hpp says which operands and why those
 // bounds), c[l, m, n] = alpha * sum_k a[l, m, k] * b[l, n, k]. Kernel: gemv/decode_kernel.cuh
 // (the MMA GEMV's weight streaming, fp16 tensor-core MMAs over up to 32 tokens decoded once
@@ -32,6 +32,7 @@ DecodeKernelFn decode_kernel(int nt8, bool blocked) {
   switch (nt8) {
     case 1: return decode_kernel_for<1>(blocked);
     case 2: return decode_kernel_for<2>(blocked);
+    case 3: return decode_kernel_for<3>(blocked);
     case 4: return decode_kernel_for<4>(blocked);
     default: return nullptr;
   }
@@ -39,10 +40,10 @@ DecodeKernelFn decode_kernel(int nt8, bool blocked) {
 
 // The resources of one kernel instance on `device` (queried once per device and instance;
 // the dynamic shared memory limit raised to the opt-in maximum on the way). Index:
-// log2(nt8) * 2 + blocked.
+// (nt8 - 1) * 2 + blocked.
 nvfp4_status_t decode_info(int device, int nt8, bool blocked, MmaKernelInfo* out) {
-  static PerDeviceCache<MmaKernelInfo> cache[6];
-  const int slot = (nt8 == 1 ? 0 : nt8 == 2 ? 1 : 2) * 2 + (blocked ? 1 : 0);
+  static PerDeviceCache<MmaKernelInfo> cache[8];
+  const int slot = (nt8 - 1) * 2 + (blocked ? 1 : 0);
   const DecodeKernelFn kernel = decode_kernel(nt8, blocked);
   if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode gemm: no kernel for %d token groups", nt8);
   return cache[slot].get(device, [device, kernel](MmaKernelInfo& v) {

@@ -398,11 +398,12 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
   ptx::cluster_sync_relaxed();  // no CTA leaves while another still reads its partials
 }
 
-// The dense decode-regime GEMM (gemm_decode.cu). NT8 = 4 (17..32 tokens) is held to 128 registers
-// (124-126 used, no spills; 131 unbounded), so that two 8-warp CTAs fit on an SM as for 1 and 2
-// groups (the shape model, decode_plan.hpp); 1 and 2 groups (77 / 106) are unchanged by the bound.
+// The dense decode-regime GEMM (gemm_decode.cu). NT8 = 3 and 4 (17..24, 25..32 tokens) are held to
+// 128 registers (NT8 = 4: 124-126 used, no spills; 131 unbounded), so that two 8-warp CTAs fit on
+// an SM as for 1 and 2 groups (the shape model, decode_plan.hpp); 1 and 2 groups (77 / 106) are
+// unchanged by the bound.
 template <int NT8, bool kBlocked>
-__global__ void __launch_bounds__(kDecodeMaxWarps * 32, NT8 == 4 ? 2 : 1) gemm_decode_kernel(const DecodeArgs args) {
+__global__ void __launch_bounds__(kDecodeMaxWarps * 32, NT8 >= 3 ? 2 : 1) gemm_decode_kernel(const DecodeArgs args) {
   decode_gemm<NT8, kBlocked, false>(args, nullptr, nullptr, 0);
 }
 

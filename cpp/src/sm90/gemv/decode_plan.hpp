@@ -64,25 +64,32 @@ struct DecodeArgs {
 // variant's SASS (830 per warp stage against 1,006). Measured (H100, session 12, same call):
 // 14336x4096 M=32 25.5 µs against the tiled GEMM's 31.4 (1.23x), 7168^2 M=17 / 32 27.0 / 26.9
 // against 28.5 / 28.1 (1.04-1.06x; predicted 23-25: bench/NOTES.md "32/64-token decode instances").
-// 17..32 tokens need >= kDecodeWideMinRows weight rows (N·L): at 4096 rows (4096x14336) the
-// shape model can only give 5-warp CTAs (10 warps per SM) and each warp decodes 8/5 of the token
-// share; the model puts it at ~32-36 µs against the tiled GEMM's 35.2, so it stays tiled.
+// 17..32 tokens need >= kDecodeWideMinRows weight rows (N·L), or >= kDecodeMinRows where K >=
+// kDecodeWideMinK: with clusters of up to 8 (decode_waves) 4096 rows get 8-warp CTAs at K >= 4096
+// and beat the tiled GEMM (H100, session 22, graph µs, tiled -> decode: 4096x14336 M = 17 / 24 / 32
+// 34.1 / 33.9 / 34.3 -> 25.1 / 25.1 / 31.5, 4096x7168 M = 17 / 24 / 32 21.5 / 20.7 / 21.8 -> 16.3 /
+// 16.0 / 19.1, 4096^2 M = 24 / 32 16.2 / 16.5 -> 12.7 / 15.3, 6144x4096 M = 24 19.5 -> 16.6, 5120^2 M
+// = 32 22.0 -> 17.9), not at short K (4096x2048 M = 24 / 32 11.2 / 11.2 -> 19.7 / 20.6, 4096x1024 M =
+// 24 7.9 -> 10.9: too few stages per warp).
 // 33..64 tokens (NT8 = 8: 171 registers, at most 10 warps per SM, 2x the HMMA and token
 // fragments) stay on the tiled GEMM: the model puts them at 41-54 µs against its 30.7-36.1.
 constexpr int64_t kDecodeMinTokens = 2;
 constexpr int64_t kDecodeMaxTokens = 32;
-constexpr int64_t kDecodeWideTokens = 16;  // above: NT8 = 4, the wide-rows bound
+constexpr int64_t kDecodeWideTokens = 16;  // above: NT8 = 3 / 4, the wide-rows bound
 constexpr int64_t kDecodeWideMinRows = 7168;
+constexpr int64_t kDecodeWideMinK = 4096;
 // The dual route's bound (dual_plan.hpp): its kernel has 1 and 2 token groups only.
 constexpr int64_t kDecodeDualMaxTokens = 16;
 constexpr int64_t kDecodeMinRows = 4096;
-// Weight rows (N·L) the route needs for M tokens.
-inline int64_t decode_min_rows(int64_t M) { return M > kDecodeWideTokens ? kDecodeWideMinRows : kDecodeMinRows; }
-inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : 4; }
-// Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile: 32 KB, i.e.
-// 64 chunks (2048 K) for 8 tokens, 32 for 16, 16 (one stage) for 32, so that two 8-warp CTAs
-// (32 KB + 73 KB of rings + 1 KB each) fit on an SM for every token count (bench/NOTES.md
-// "Decode kernel streaming").
+// Weight rows (N·L) the route needs for M tokens of K elements.
+inline int64_t decode_min_rows(int64_t M, int64_t K) {
+  return M > kDecodeWideTokens && K < kDecodeWideMinK ? kDecodeWideMinRows : kDecodeMinRows;
+}
+inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : M <= 24 ? 3 : 4; }
+// Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile: at most 32 KB
+// and a whole number of stages, i.e. 64 chunks (2048 K) for 8 tokens, 32 for 16, 16 (one stage)
+// for 24 (24 KB) and 32, so that two 8-warp CTAs (32 KB + 73 KB of rings + 1 KB each) fit on an
+// SM for every token count (bench/NOTES.md "Decode kernel streaming").
 inline int decode_tile_chunks(int nt8) { return nt8 == 1 ? 64 : nt8 == 2 ? 32 : 16; }
 constexpr int kDecodeMaxWarps = 8;
 // Cluster split of K: up to 8 CTAs (the portable cluster size), each rank >=
