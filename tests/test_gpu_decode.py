@@ -106,7 +106,7 @@ def test_every_token_count(dev, N, counts, layout, backend, rng):
 # 2..8 warps per CTA; another GPU may pick others, the results must match all the same), partial
 # last ranks, batches.
 SPLITS = [
-    (8, 4096, 8192, 1),     # kc 2
+    (8, 4096, 8192, 1),     # 1 token group, long K
     (16, 4224, 16384, 1),   # 2 token groups, a partial 128-row block
     (5, 8192, 32768, 1),    # long K per rank
     (12, 2048, 6144, 2),    # batched: 4096 rows in all

@@ -151,10 +151,11 @@ def test_out_dtypes(dev, out_dtype, with_alphas, backend, rng):
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("G,tokens,N,K", [(8, 1, 512, 8192), (16, 2, 1024, 16384), (64, 1, 2048, 7168)])
+@pytest.mark.parametrize("G,tokens,N,K", [(8, 1, 512, 8192), (16, 2, 1024, 16384), (64, 1, 2048, 7168),
+                                          (4, 1, 2048, 14336)])
 def test_cluster_split(dev, G, tokens, N, K, backend, rng):
-    """Few chunks of long K: the plan splits K over a cluster of 2 (top-8 of 1 token over 64
-    experts on 2048 x 7168 does on an H100: decode_moe_plan_test)."""
+    """Few chunks of long K: the plan splits K over a cluster (on an H100: 2 for top-8 of 1 token over
+    64 experts on 2048 x 7168, decode_moe_plan_test; 7 for 4 one-row experts on 2048 x 14336)."""
     offs = offsets_of(routing(tokens, G, rng))
     w = Experts(dev, G, N, K, rng)
     x = Operand(dev, int(offs[-1]), K, None, "linear", rng, lo=0.25, hi=1.0)

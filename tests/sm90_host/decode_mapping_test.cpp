@@ -6,7 +6,7 @@
 // b = pairs 2h, 2h + 1 of token 8j + g), the MMA by CUTLASS's SM80_16x8x16 fragment layouts
 // (cute/atom/mma_traits_sm80.hpp: A (T32,V8) stride ((32,1),(16,8,128)), B ((16,1),(8,64)), C
 // ((32,1),(16,8))), and the lanes' outputs (rows g, g + 8 x tokens 8j + 2t, 2t + 1) against a
-// direct float64 dot product; for 1, 2, 4 and 8 token groups, full and partial stages (chunks
+// direct float64 dot product; for 1, 2, 3, 4 and 8 token groups, full and partial stages (chunks
 // past K zeroed as decode_step does). Values are exact in double. Prints "N passed, N failed".
 #include <math.h>
 #include <stdint.h>

@@ -355,7 +355,7 @@ static void test_decode_route() {
         CHECK(g.path == want && dual_decode_route(p) == (want == DualPath::kDecode),
               "%lldx%lldx%lld layout %d: %s", (long long)M, (long long)N, (long long)K, (int)layout, path_name(g.path));
         CHECK(plan_dual(p, dev, false).path == (M <= 2 ? DualPath::kComposed : DualPath::kFused), "without the route");
-        // the dense route's 17..32 (4 token groups) has no dual instance
+        // the dense route's 17..32 (3 / 4 token groups) has no dual instance
         CHECK((decode_dual_unsupported(p) == nullptr) == (M >= 2 && M <= kDecodeDualMaxTokens), "dual support M=%lld",
               (long long)M);
       }

@@ -2,8 +2,8 @@
 // CTAs that run at once in clusters of s CTAs when p CTAs fit on an SM, as
 // cudaOccupancyMaxActiveClusters x s reported on an NVIDIA H100 80GB HBM3 (132 SMs, CUDA 13;
 // session 22, bench/results/nvidia-h100/session22/occupancy_table.txt; the same for 32- and
-// 256-thread blocks). Rows p = 4 / 5 and 6 / 7 are equal: shared memory sized for 5 (7) CTAs
-// rounds up to the allocation unit and fits 4 (6).
+// 256-thread blocks; each CTA's shared memory a multiple of the 128-byte allocation unit, as
+// kernel_info.hpp query_cluster_ctas sizes it). Column s = 1 is not read by the plan.
 #pragma once
 
 #include "sm90/gemv/plan.hpp"
@@ -15,9 +15,9 @@ inline void h100_cluster_table(nvfp4::sm90::gemv_detail::MmaKernelInfo& info) {
       {0, 264, 264, 237, 248, 235, 234, 224, 240},
       {0, 396, 396, 372, 368, 345, 372, 329, 360},
       {0, 528, 528, 489, 496, 470, 474, 483, 496},
-      {0, 528, 528, 489, 496, 470, 474, 483, 496},
+      {0, 660, 660, 609, 616, 620, 606, 588, 616},
       {0, 792, 792, 744, 744, 730, 744, 707, 736},
-      {0, 792, 792, 744, 744, 730, 744, 707, 736},
+      {0, 924, 924, 861, 864, 855, 846, 868, 856},
       {0, 1056, 1056, 981, 992, 965, 978, 973, 992},
   };
   for (int p = 1; p <= 8; ++p)

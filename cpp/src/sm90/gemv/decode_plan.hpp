@@ -48,7 +48,7 @@ struct DecodeArgs {
   int64_t c_row, c_col, c_batch;   // elements: per token m, per weight row n, per batch
 };
 
-// Tokens taken: 2..32 (NT8 = 1, 2 or 4 groups of 8). One token stays a GEMV (gemv.cu).
+// Tokens taken: 2..32 (NT8 = 1, 2, 3 or 4 groups of 8). One token stays a GEMV (gemv.cu).
 // The per-warp token fragments cost shared-memory bandwidth: 4 LDS.128 per word and group,
 // (1 + 2 NT8) KB per warp step of 2048 weight elements, and each group adds 32 HMMA per
 // warp stage (~8 cycles each on an SM sub-partition).
@@ -103,7 +103,7 @@ constexpr int kDecodeMinClusterStages = 3;
 // pieces (blocked tiles, or linear rows with K % 256 == 0); any token scale layout.
 inline const char* decode_unsupported(const GemmProblem& p) {
   if (p.M < kDecodeMinTokens || p.M > kDecodeMaxTokens) return "sm90a decode gemm: M out of range";
-  if (p.N <= 0 || p.L <= 0 || p.K <= 0 || p.K % 32 != 0 || p.K / 32 > 0x7FFFFFFF)
+  if (p.N <= 0 || p.L <= 0 || p.K <= 0 || p.K % 32 != 0 || p.K / 32 > 0x7FFFFFFF - kMmaSC)
     return "sm90a decode gemm: empty problem or K not a multiple of 32";
   if (p.c.dtype != DType::kFloat16 && p.c.dtype != DType::kBFloat16 && p.c.dtype != DType::kFloat32)
     return "sm90a decode gemm: unsupported output dtype";
@@ -448,7 +448,7 @@ inline int64_t decode_moe_slots(int64_t total_M, int64_t G, int nt8) {
 // Why the MoE decode kernel cannot take p (nullptr: it can). The dense kernel's operand rules
 // (decode_unsupported) with the expert as the batch; linear scales, as the packed API takes.
 inline const char* decode_moe_unsupported(const PackedGroupedGemmProblem& p) {
-  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0 || p.K <= 0 || p.K % 32 != 0 || p.K / 32 > 0x7FFFFFFF)
+  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0 || p.K <= 0 || p.K % 32 != 0 || p.K / 32 > 0x7FFFFFFF - kMmaSC)
     return "sm90a decode moe: empty problem or K not a multiple of 32";
   if (p.G > kDecodeMoeMaxExperts) return "sm90a decode moe: more than 1024 experts";
   if (p.c.dtype != DType::kFloat16 && p.c.dtype != DType::kBFloat16 && p.c.dtype != DType::kFloat32)

@@ -242,8 +242,8 @@ struct MmaKernelInfo {
   // cluster_ctas[p][s]: CTAs the device runs at once in clusters of s CTAs when p CTAs fit on an
   // SM (cudaOccupancyMaxActiveClusters x s; kernel_info.hpp queries it for the decode kernels).
   // Not p x SMs: a cluster must fit in one GPC (H100, 8-warp CTAs, 2 per SM: 264 CTAs in
-  // clusters of 2, 237 of 3, 248 of 4, 224 of 7). 0: not queried (the decode plan then splits K
-  // over clusters of at most 2).
+  // clusters of 2, 237 of 3, 248 of 4, 224 of 7). 0: not known (the decode plan then splits K
+  // over no cluster of that size). Column s = 1 is not used.
   int cluster_ctas[kClusterTablePerSm + 1][kClusterTableSize + 1] = {};
 };
 
