@@ -2,7 +2,7 @@
 expert (packed_plan.hpp packed_decode_route: total_M <= 8 G, N * min(G, total_M) >= 4096, aligned
 operands, linear scales with K % 256 == 0) runs the decode-regime kernel with the experts as the
 batch (cpp/src/sm90/gemv/decode_kernel.cuh gemm_decode_moe_kernel, launched by grouped_packed.cu;
-plan gemv/decode_plan.hpp "Packed MoE route"): each CTA group computes one chunk of <= 8 NT8 token
+plan gemv/decode_moe_plan.hpp): each CTA group computes one chunk of <= 8 NT8 token
 rows of one non-empty expert, found from the device offsets. Every result against the float64
 reference (nvfp4.reference's tables on the device: tests/_util.py's device helpers).
 

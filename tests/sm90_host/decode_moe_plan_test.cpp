@@ -1,6 +1,6 @@
 // CPU checks of the packed MoE decode route (no GPU): the route rule (packed_plan.hpp
-// packed_decode_route), the MoE plan of the decode kernel (gemv/decode_plan.hpp "Packed MoE
-// route": token groups, the slot bound, support, launch shape, kernel parameters), and the
+// packed_decode_route), the MoE plan of the decode kernel (gemv/decode_moe_plan.hpp:
+// token groups, the slot bound, support, launch shape, kernel parameters), and the
 // chunk numbering the kernel's scan computes (decode_moe.cuh moe_find_chunk), emulated lane
 // by lane on the host with the same clamp and chunk helpers: over valid ragged tables every
 // token row is computed exactly once within the slot bound; over malformed tables every row

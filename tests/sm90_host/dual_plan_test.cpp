@@ -13,7 +13,7 @@
 //     least one promotion chain, no split worse than one CTA per tile by the model, every
 //     (tile, K block) computed once (the tile scheduler's formula), the epilogue's row
 //     shares covering the 128 rows in whole store boxes, the workspace = the token workspace;
-//  5. the decode route (dual_decode_route, gemv/decode_plan.hpp "Dual route"): which problems it
+//  5. the decode route (dual_decode_route, gemv/decode_dual_plan.hpp): which problems it
 //     takes (M = 2..16, 2 N L >= 4096, the decode kernel's operand rules, one scale layout for B1
 //     and B2), what keeps its old path, the launch shape of the target shapes on an H100, launch
 //     invariants, the kernel parameters; and the dual task mapping of decode_kernel.cuh emulated

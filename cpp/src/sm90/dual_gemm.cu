@@ -34,7 +34,7 @@
 #include "dual_plan.hpp"
 #include "gemm_parts.hpp"
 #include "gemv/decode_kernel.cuh"
-#include "gemv/decode_plan.hpp"
+#include "gemv/decode_dual_plan.hpp"
 #include "gemv/kernel_info.hpp"
 #include "kernel/dual_gemm.cuh"
 #include "launch.hpp"

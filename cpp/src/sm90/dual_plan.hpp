@@ -13,14 +13,14 @@
 //
 // Decode route (dual_decode_route): 2..16 tokens on >= 2048 output columns (N·L) run the decode
 // kernel's dual instance instead (gemv/decode_kernel.cuh dual_gemm_decode_kernel, launch plan
-// gemv/decode_plan.hpp "Dual route"): one launch streaming B1 and B2 once, no token pass.
+// gemv/decode_dual_plan.hpp): one launch streaming B1 and B2 once, no token pass.
 #pragma once
 
 #include <stddef.h>
 #include <stdint.h>
 
 #include "gemm_plan.hpp"
-#include "gemv/decode_plan.hpp"
+#include "gemv/decode_dual_plan.hpp"
 
 namespace nvfp4::sm90 {
 

@@ -16,8 +16,8 @@
 //
 // Decode route (few rows per expert: packed_plan.hpp packed_decode_route): instead of the two
 // kernels above, one launch of the decode-regime kernel with the experts as the batch
-// (gemv/decode_kernel.cuh gemm_decode_moe_kernel, plan gemv/decode_plan.hpp "Packed MoE
-// route"): no token pass, no workspace; each CTA finds its chunk of <= 16 token rows of one
+// (gemv/decode_kernel.cuh gemm_decode_moe_kernel, plan gemv/decode_moe_plan.hpp):
+// no token pass, no workspace; each CTA finds its chunk of <= 16 token rows of one
 // expert from the device offsets after griddepcontrol.wait, so empty experts' weights are
 // never read. Same clamping of a malformed table; the linear scales the packed API takes.
 #include <cuda.h>

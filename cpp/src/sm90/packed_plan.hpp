@@ -10,13 +10,13 @@
 
 #include "../problem.hpp"
 #include "gemm_plan.hpp"
-#include "gemv/decode_plan.hpp"
+#include "gemv/decode_moe_plan.hpp"
 
 namespace nvfp4::sm90 {
 
 // Decode route: few rows per expert (decode: top-8 of 1..64 tokens over 64 experts, mostly
 // 0..2 rows each) run the decode-regime kernel with the experts as the batch
-// (gemv/decode_plan.hpp "Packed MoE route"): one CTA group per chunk of <= 16 rows of a
+// (gemv/decode_moe_plan.hpp): one CTA group per chunk of <= 16 rows of a
 // non-empty expert, streaming its weights like the GEMV; empty experts read nothing. The tiled
 // kernel below reads each used expert's weights once per 128-row token tile too, but at the
 // pre-decoded GEMM's cost per weight byte whatever the tile holds (H100, moe_route: top-8 of 16

@@ -3,7 +3,7 @@
 //
 // Dual route (dual_gemm_decode_kernel, launched by dual_gemm.cu): the same body with a task's
 // 16 MMA rows = 8 rows of B1 (MMA rows 0..7) and the same 8 rows of B2 (8..15), rows
-// base + (i & 1) + 32 (i >> 1), 16 tasks per 128-row band (decode_plan.hpp "Dual route": a
+// base + (i & 1) + 32 (i >> 1), 16 tasks per 128-row band (decode_dual_plan.hpp: a
 // task's blocked scales of each matrix are then 2 whole 16-byte lines). Lane (g, t)'s D rows g
 // and g + 8 are B1's and B2's sums of the same outputs; after the full K sum (and the cluster
 // reduction) the epilogue writes act(alpha1 2^28 d1) * (alpha2 2^28 d2) with the fused dual
@@ -16,7 +16,7 @@
 
 #include "../collective/epilogue_dual.cuh"
 #include "common.cuh"
-#include "decode_plan.hpp"
+#include "decode_dual_plan.hpp"
 
 namespace nvfp4::sm90::gemv_detail {
 

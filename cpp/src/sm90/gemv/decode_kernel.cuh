@@ -34,6 +34,8 @@
 #include "decode_dual.cuh"
 #include "decode_mma.cuh"
 #include "decode_moe.cuh"
+#include "decode_dual_plan.hpp"
+#include "decode_moe_plan.hpp"
 #include "decode_plan.hpp"
 
 namespace nvfp4::sm90::gemv_detail {
@@ -421,7 +423,7 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_moe_kerne
 }
 
 // The dual route (dual_gemm.cu): c = act(alpha1 A B1^T) * (alpha2 A B2^T) for 2..16 tokens, each
-// warp task 8 rows of B1 and the same 8 rows of B2 (decode_plan.hpp "Dual route").
+// warp task 8 rows of B1 and the same 8 rows of B2 (decode_dual_plan.hpp).
 template <int NT8, bool kBlocked>
 __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) dual_gemm_decode_kernel(const DecodeDualArgs args) {
   decode_gemm<NT8, kBlocked, false, true>(args.d, nullptr, nullptr, 0, &args.e);

@@ -4,7 +4,7 @@
 // Packed MoE route (gemm_decode_moe_kernel, launched by grouped_packed.cu): the same body with
 // the experts as the batch; each CTA first finds its chunk of <= 8 NT8 token rows of one
 // expert from the device offsets (after griddepcontrol.wait), so empty experts get no CTA and
-// an expert with more rows than a chunk gets several (decode_plan.hpp "Packed MoE route").
+// an expert with more rows than a chunk gets several (decode_moe_plan.hpp).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "common.cuh"
-#include "decode_plan.hpp"
+#include "decode_moe_plan.hpp"
 
 namespace nvfp4::sm90::gemv_detail {
 
