@@ -10,7 +10,7 @@ set -u
 export OUT=${OUT:-/tmp/out} PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=16 NVFP4_CUDA_ARCHS=90a
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
 touch cpp/src/sm90/gemv/decode_plan.hpp cpp/src/sm90/gemv/decode_kernel.cuh  # (the build dir may hold newer objects)
-SH=gemm:2x7168x7168,gemm:4x7168x7168,gemm:8x7168x7168,gemm:16x7168x7168,gemm:4x14336x4096,gemm:16x14336x4096,gemm:4x4096x14336,gemm:16x4096x14336
+SH=gemm:2x7168x7168,gemm:4x7168x7168,gemm:8x7168x7168,gemm:9x7168x7168,gemm:16x7168x7168,gemm:17x7168x7168,gemm:4x14336x4096,gemm:16x14336x4096,gemm:4x4096x14336,gemm:16x4096x14336
 build() { python3 -m pip install --no-build-isolation --no-deps -e . > $OUT/build_$1.log 2>&1 || { tail $OUT/build_$1.log; exit 1; }; echo "== $1 built t=$(el)"; }
 b() {  # label, shapes, force
   NVFP4_DECODE_FORCE=$3 timeout 100 python3 -m nvfp4 bench --quiet --reps 10 --shapes $2 > $OUT/b_$1.txt 2>&1
