@@ -32,32 +32,18 @@ inline nvfp4_status_t query_kernel_info(int device, const void* kernel, MmaKerne
 // v.cluster_ctas (plan.hpp) for `kernel` on the current device: for p = 1..8 CTAs per SM (set by the
 // dynamic shared memory of a one-warp block, so that registers do not decide p; each CTA's
 // footprint a multiple of the SM's 128-byte allocation unit, as the decode kernels' are) and
-// clusters of s = 2..8, cudaOccupancyMaxActiveClusters x s. 56 queries, once per device and kernel
-// (the callers' caches); query_kernel_info first (it raises the shared memory limit). A query the
-// driver refuses leaves its entry 0 (the plan then does not use that cluster size) and clears the
-// error: a missing entry costs speed, not the call.
+// clusters of s = 2..8, max_active_clusters (launch.hpp) x s. 56 queries, once per device and
+// kernel (the callers' caches); query_kernel_info first (it raises the shared memory limit). A
+// query the driver refuses leaves its entry 0 (the plan then does not use that cluster size): a
+// missing entry costs speed, not the call.
 inline void query_cluster_ctas(const void* kernel, MmaKernelInfo& v) {
   for (int p = 1; p <= kClusterTablePerSm; ++p) {
-    const int smem = v.smem_per_sm / p / 128 * 128 - 1024 - v.static_smem;  // (1 KB reserved per CTA)
+    int smem = v.smem_per_sm / p / 128 * 128 - 1024 - v.static_smem;  // (1 KB reserved per CTA)
     if (smem <= 0) continue;
+    if (smem > v.max_smem_block) smem = v.max_smem_block;
     for (int s = 2; s <= kClusterTableSize; ++s) {
-      cudaLaunchConfig_t cfg = {};
-      cfg.gridDim = dim3(static_cast<unsigned>(s), 1, 1);
-      cfg.blockDim = dim3(32, 1, 1);
-      cfg.dynamicSmemBytes = static_cast<size_t>(smem < v.max_smem_block ? smem : v.max_smem_block);
-      cudaLaunchAttribute attr[1];
-      attr[0].id = cudaLaunchAttributeClusterDimension;
-      attr[0].val.clusterDim.x = static_cast<unsigned>(s);
-      attr[0].val.clusterDim.y = 1;
-      attr[0].val.clusterDim.z = 1;
-      cfg.attrs = attr;
-      cfg.numAttrs = 1;
-      int clusters = 0;
-      if (cudaOccupancyMaxActiveClusters(&clusters, kernel, &cfg) != cudaSuccess) {
-        (void)cudaGetLastError();
-        clusters = 0;
-      }
-      v.cluster_ctas[p][s] = clusters * s;
+      const int n = max_active_clusters(kernel, 32, static_cast<size_t>(smem), s);
+      v.cluster_ctas[p][s] = n == kNoClusterLimit ? 0 : n * s;
     }
   }
 }
