@@ -1,5 +1,5 @@
 """GPU tests of the decode-regime GEMM (issue 22): gemm with 2..32 tokens on at least 4096
-weight rows (N·L; 17..32 tokens, 3 or 4 token groups, need 7168 where K < 4096) runs the sm90a decode kernel (cpp/src/sm90/gemv/decode_kernel.cuh, routed by
+weight rows (N·L; 17..32 tokens, 3 or 4 token groups, need 7168 where K < 1536) runs the sm90a decode kernel (cpp/src/sm90/gemv/decode_kernel.cuh, routed by
 gemm_plan.hpp's decode_route; gemv/decode_plan.hpp says why those bounds) wherever the operands
 are aligned; the results must match the float64 reference
 (docs/design.md "Numerics", tests/_util.py tolerances) on the benchmark shapes, odd shapes
@@ -13,6 +13,8 @@ match the reference.
 Run: python -m pytest -q tests/test_gpu_decode.py"""
 
 from __future__ import annotations
+
+import re
 
 import numpy as np
 import pytest
@@ -102,25 +104,29 @@ def test_every_token_count(dev, N, counts, layout, backend, rng):
         assert_matches(dev.get(out), alpha * acc, "float32")
 
 
-# Launch shapes on the decode route (cluster split kc 1..8 as the device's cluster table allows,
-# 2..8 warps per CTA; another GPU may pick others, the results must match all the same), partial
-# last ranks, batches.
+# Launch shapes on the decode route (ring stages of 512 or 256 K, cluster split kc 1..8 as the
+# device's cluster table allows, 2..8 warps per CTA; another GPU may pick others, the results must
+# match all the same), partial last ranks, batches. H100 picks (host plan test) in the comments.
 SPLITS = [
     (8, 4096, 8192, 1),     # 1 token group, long K
     (16, 4224, 16384, 1),   # 2 token groups, a partial 128-row block
     (5, 8192, 32768, 1),    # long K per rank
     (12, 2048, 6144, 2),    # batched: 4096 rows in all
-    (9, 7168, 7168, 1),     # a benchmark shape
-    (16, 4096, 14336, 1),   # a benchmark shape
-    (4, 14336, 4096, 1),    # a benchmark shape, kc 1
+    (9, 7168, 7168, 1),     # a benchmark shape: fine stages, kc 4
+    (16, 4096, 14336, 1),   # a benchmark shape: full stages, kc 7
+    (4, 14336, 4096, 1),    # a benchmark shape: full stages, kc 2
     (2, 4100, 2080, 3),     # K tail: a partial last stage, N tail
-    (32, 7168, 7168, 1),    # 4 token groups, a benchmark shape (kc 4)
+    (32, 7168, 7168, 1),    # 4 token groups, a benchmark shape (fine stages, kc 4)
     (17, 14336, 4096, 1),   # 3 token groups, a benchmark shape (kc 2), 7 empty token columns
     (24, 7300, 2080, 1),    # 3 token groups: K tail, N tail
     (20, 2400, 1024, 3),    # 3 token groups, batched: 7200 rows in all
     (24, 4096, 14336, 1),   # 3 token groups on 4096 rows (K >= 4096), H100: clusters of 7
     (28, 4100, 4096, 1),    # 4 token groups on 4100 rows, N tail
-    (6, 4096, 7168, 1),     # H100: clusters of 5
+    (6, 4096, 7168, 1),     # H100: fine stages, clusters of 7
+    (8, 5120, 5120, 1),     # H100: fine stages, clusters of 5
+    (16, 4096, 2048, 1),    # short K: fine stages, kc 3 (full ones could not split)
+    (3, 4100, 4000, 1),     # fine stages, a partial last fine stage (125 chunks), N tail
+    (25, 7200, 1312, 1),    # 4 token groups, short K with a partial stage (41 chunks)
 ]
 
 
@@ -217,7 +223,8 @@ def test_graph_replay_reads_alpha(dev, backend, rng):
 @pytest.mark.parametrize("M,N,K", [(1, 4096, 7168), (2, 4096, 7168), (3, 4096, 7168), (8, 4096, 7168), (9, 4096, 7168),
                                    (16, 4096, 7168), (17, 4096, 7168), (24, 4096, 7168), (32, 4096, 7168),
                                    (65, 4096, 7168), (8, 2048, 7168), (17, 7168, 7168), (32, 7168, 7168),
-                                   (33, 7168, 7168), (8, 4096, 2048), (24, 4096, 2048), (24, 7168, 2048)])
+                                   (33, 7168, 7168), (8, 4096, 2048), (24, 4096, 2048), (24, 4096, 1024),
+                                   (24, 7168, 1024)])
 def test_decode_kernel_runs(dev, M, N, K, layout, rng):
     if dev.name != "torch":
         pytest.skip("needs PyTorch (profiler)")
@@ -225,9 +232,25 @@ def test_decode_kernel_runs(dev, M, N, K, layout, rng):
     names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend="sm90a"))
     decode = [n for n in names if "gemm_decode_kernel" in n]
     others = [n for n in names if "nvfp4_sm90_gemm" in n or "gemv_mma_kernel" in n or "gemv_reg_kernel" in n]
-    # decode_plan.hpp decode_min_rows: 4096 rows, but 7168 for 17..32 tokens at K < 4096
-    if (2 <= M <= 16 and N >= 4096) or (17 <= M <= 32 and N >= (4096 if K >= 4096 else 7168)):
+    # decode_plan.hpp decode_min_rows: 4096 rows, but 7168 for 17..32 tokens at K < 1536
+    if (2 <= M <= 16 and N >= 4096) or (17 <= M <= 32 and N >= (4096 if K >= 1536 else 7168)):
         assert len(decode) == 1 and not others, names
     else:
         assert not decode and others, names
     assert nvfp4.last_backend() == "sm90a"
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,sc", [(4, 7168, 7168, 8), (16, 4096, 2048, 8), (4, 14336, 4096, 16), (16, 4096, 14336, 16)])
+def test_decode_stage_geometry(dev, M, N, K, sc, rng):
+    """The plan's ring stage per shape on an H100 (decode_plan.hpp: fine 256-K stages where they
+    balance a cluster split that 512-K ones cannot: 7168 K over 4 ranks, 2048 K over 3; full ones
+    where those divide evenly). Another GPU's cluster table may pick others."""
+    if dev.name != "torch":
+        pytest.skip("needs PyTorch (profiler)")
+    if "H100" not in _nvfp4_ext.device_info(0)["name"]:
+        pytest.skip("the expected picks are an H100's")
+    a, b = Operand(dev, M, K, None, "blocked", rng), Operand(dev, N, K, None, "blocked", rng)
+    names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout="blocked", backend="sm90a"))
+    got = [int(m.group(1)) for n in names for m in [re.search(r"gemm_decode_kernel<\d+, \w+, (\d+)>", n)] if m]
+    assert got == [sc], names

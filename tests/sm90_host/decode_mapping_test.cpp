@@ -6,8 +6,8 @@
 // b = pairs 2h, 2h + 1 of token 8j + g), the MMA by CUTLASS's SM80_16x8x16 fragment layouts
 // (cute/atom/mma_traits_sm80.hpp: A (T32,V8) stride ((32,1),(16,8,128)), B ((16,1),(8,64)), C
 // ((32,1),(16,8))), and the lanes' outputs (rows g, g + 8 x tokens 8j + 2t, 2t + 1) against a
-// direct float64 dot product; for 1, 2, 3, 4 and 8 token groups, full and partial stages (chunks
-// past K zeroed as decode_step does). Values are exact in double. Prints "N passed, N failed".
+// direct float64 dot product; for 1, 2, 3, 4 and 8 token groups, stages of 16 and 8 chunks, full
+// and partial (chunks past K zeroed as decode_step does). Values are exact in double. Prints "N passed, N failed".
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -32,8 +32,8 @@ static void pair(uint32_t q, int P, double s, double out[2]) {
   out[1] = e2m1((q >> (4 * P + 16)) & 15) * s;
 }
 
-static void run(int nt8, int nc, std::mt19937& rng) {
-  const int SC = kMmaSC, MP = 8 * nt8, K = SC * 32, rows = 16;
+static void run(int nt8, int SC, int nc, std::mt19937& rng) {
+  const int MP = 8 * nt8, K = SC * 32, rows = 16;
   std::vector<uint8_t> W(rows * K / 2), X(MP * K / 2);
   std::vector<double> sw(rows * K / 16), sx(MP * K / 16);
   for (auto& b : W) b = static_cast<uint8_t>(rng());
@@ -127,12 +127,13 @@ static void run(int nt8, int nc, std::mt19937& rng) {
         const int row = i < 2 ? g : g + 8, m = 8 * j + 2 * t + (i & 1);
         maxerr = fmax(maxerr, fabs(acc[(lane * nt8 + j) * 4 + i] - ref[row * MP + m]));
       }
-  CHECK(maxerr == 0.0, "nt8 %d, %d chunks: max error %g", nt8, nc, maxerr);
+  CHECK(maxerr == 0.0, "nt8 %d, stage of %d chunks, %d live: max error %g", nt8, SC, nc, maxerr);
 }
 
 int main() {
   std::mt19937 rng(22);
   for (int nt8 : {1, 2, 3, 4, 8})
-    for (int nc : {kMmaSC, 1, 3, 7, 13}) run(nt8, nc, rng);
+    for (int sc : {kMmaSC, kDecodeFineSC})  // full and fine stages (decode_plan.hpp)
+      for (int nc : {sc, 1, 3, 7, sc - 3}) run(nt8, sc, nc, rng);
   return check_summary();
 }

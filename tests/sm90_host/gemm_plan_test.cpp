@@ -426,8 +426,8 @@ static void test_packed() {
 
 // ---------------------------------------------------------------------------
 // The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..32 tokens on >= 4096 weight rows
-// (N·L; 17..32 at K < 4096 on >= 7168), with aligned operands; M = 1 stays a GEMV, M = 33..,
-// 17..32 on 4096x2048 and fewer rows the tiled GEMM, misaligned operands the old routes.
+// (N·L; 17..32 at K < 1536 on >= 7168), with aligned operands; M = 1 stays a GEMV, M = 33..,
+// 17..32 on 4096x1024 and fewer rows the tiled GEMM, misaligned operands the old routes.
 // ---------------------------------------------------------------------------
 static void test_decode_route() {
   const GemmDeviceNumbers dev = h100();
@@ -449,8 +449,10 @@ static void test_decode_route() {
               static_cast<long long>(M));
         GemmProblem few = dense(M, 2048, 7168, 1, lay);  // too few rows: the tiled GEMM (or a GEMV)
         CHECK(!decode_route(few), "decode_route M=%lld N=2048", static_cast<long long>(M));
-        // 17..32 tokens on 4096 rows only at K >= 4096 (short K: too few stages per warp)
-        CHECK(decode_route(dense(M, 4096, 2048, 1, lay)) == (M >= 2 && M <= 16), "decode_route M=%lld 4096x2048",
+        // 17..32 tokens on 4096 rows only at K >= 1536 (shorter: too few stages per warp)
+        CHECK(decode_route(dense(M, 4096, 1024, 1, lay)) == (M >= 2 && M <= 16), "decode_route M=%lld 4096x1024",
+              static_cast<long long>(M));
+        CHECK(decode_route(dense(M, 4096, 1536, 1, lay)) == (M >= 2 && M <= 32), "decode_route M=%lld 4096x1536",
               static_cast<long long>(M));
       }
   // batched, odd shapes, mixed layouts, fp32 out, strided output: still the decode kernel

@@ -482,6 +482,13 @@ static MmaKernelInfo decode_info(int nt8) {
   h100_cluster_table(i);
   return i;
 }
+// The fine-stage instances (8 chunks per stage, decode_plan.hpp kDecodeFineSC): 79 / 93 / 110 / 123
+// registers (linear; blocked 77 / 93 / 109 / 121), no spills.
+static MmaKernelInfo decode_fine_info(int nt8) {
+  MmaKernelInfo i = decode_info(nt8);
+  i.regs = nt8 == 1 ? 79 : nt8 == 2 ? 93 : nt8 == 3 ? 110 : 123;
+  return i;
+}
 
 static void test_decode_plan() {
   // token groups and tiles
@@ -492,11 +499,18 @@ static void test_decode_plan() {
             decode_tile_cap(4, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(4), 4) == 32768 &&
             decode_tile_cap(3, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(3), 3) == 24576,
         "token tile caps");
-  // rows the route needs: 4096, but 7168 for 17..32 tokens (3 / 4 token groups) at K < 4096
-  CHECK(decode_min_rows(2, 2048) == 4096 && decode_min_rows(16, 1024) == 4096 && decode_min_rows(17, 2048) == 7168 &&
-            decode_min_rows(32, 4064) == 7168 && decode_min_rows(17, 4096) == 4096 && decode_min_rows(32, 14336) == 4096,
+  // rows the route needs: 4096, but 7168 for 17..32 tokens (3 / 4 token groups) at K < 1536
+  CHECK(decode_min_rows(2, 1024) == 4096 && decode_min_rows(16, 1024) == 4096 && decode_min_rows(17, 1024) == 7168 &&
+            decode_min_rows(32, 1504) == 7168 && decode_min_rows(17, 1536) == 4096 && decode_min_rows(32, 2048) == 4096 &&
+            decode_min_rows(32, 14336) == 4096,
         "decode_min_rows");
   CHECK(decode_token_tile_bytes(64, 2) == 64 * 16 * 64, "token tile bytes");
+  // fine stages: the token tile in whole fine stages, rings of fine stages
+  CHECK(decode_tile_cap(4, 1, kDecodeFineSC) == kDecodeFineSC && decode_tile_cap(1, 3, kDecodeFineSC) == 24 &&
+            decode_tile_cap(1, 9, kDecodeFineSC) == 64 &&
+            decode_smem_bytes(16, 4, 8, kDecodeFineSC) == 32768 + 8 * kMmaDepth * mma_stage_bytes(kDecodeFineSC) &&
+            mma_stage_bytes(kDecodeFineSC) < mma_stage_bytes(kMmaSC),
+        "fine-stage tiles and rings");
   // support
   for (nvfp4_sf_layout_t lay : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
     for (int64_t M : {1LL, 2LL, 3LL, 16LL, 17LL, 32LL, 64LL, 65LL, 128LL}) {
@@ -523,34 +537,46 @@ static void test_decode_plan() {
     p.K = 48;
     CHECK(decode_unsupported(p) != nullptr, "K = 48 taken");
   }
-  // the target shapes on an H100 (132 SMs): the time model's K split and CTA size, two CTAs per
-  // SM (decode_plan.hpp choose_decode_shape; bench/NOTES.md "Decode kernel streaming (issue 22,
-  // session 11)"); clusters only as large as the device's cluster table holds in one wave
-  // (4096x14336: 224 CTAs in clusters of 7 = the H100's 32 such clusters; bench/NOTES.md "Decode K
-  // split over clusters of up to 8")
+  // the target shapes on an H100 (132 SMs): the time model's stage geometry, K split and CTA size
+  // (decode_plan.hpp choose_decode_shape; bench/NOTES.md "Decode kernel streaming (issue 22,
+  // session 11)", "Fine decode stages"); clusters only as large as the device's cluster table holds
+  // in one wave (4096x14336: 224 CTAs in clusters of 7 = the H100's 32 such clusters; bench/NOTES.md
+  // "Decode K split over clusters of up to 8"). 7168 K = 14 full stages: clusters of 4 balance in
+  // fine ones (7 per rank); 14336 / 7 and 4096 / 2 divide in full ones. Short K: 2048 = 4 full
+  // stages could not split (3 per rank at least), 8 fine ones split over 3 CTAs.
   struct Want {
     int64_t N, K;
-    int nt8, wt, kc;
+    int nt8, sc, wt, kc;
     int64_t ctas;
+    int per_sm;  // CTAs per SM at the launch's shared memory
   };
   const Want wants[] = {
-      {7168, 7168, 1, 8, 4, 224},   {4096, 14336, 1, 8, 7, 224}, {14336, 4096, 1, 7, 2, 256},
-      {7168, 7168, 2, 8, 4, 224},   {4096, 14336, 2, 8, 7, 224}, {14336, 4096, 2, 7, 2, 256},
-      // 4 groups: the same shapes (a 32 KB token tile of one stage, 124-126 registers: two CTAs per SM)
-      {7168, 7168, 4, 8, 4, 224},   {4096, 14336, 4, 8, 7, 224}, {14336, 4096, 4, 7, 2, 256},
+      {7168, 7168, 1, 8, 8, 4, 224, 2}, {4096, 14336, 1, 16, 8, 7, 224, 2}, {14336, 4096, 1, 16, 7, 2, 256, 2},
+      {4096, 2048, 1, 8, 7, 3, 111, 1}, {4096, 1024, 1, 16, 2, 1, 128, 1},
+      {7168, 7168, 2, 8, 8, 4, 224, 2}, {4096, 14336, 2, 16, 8, 7, 224, 2}, {14336, 4096, 2, 16, 7, 2, 256, 2},
+      {4096, 2048, 2, 8, 7, 3, 111, 1},
+      // 3 / 4 groups: the same shapes (a one-stage token tile, 110-126 registers: two CTAs per SM)
+      {7168, 7168, 3, 8, 8, 4, 224, 2}, {4096, 14336, 3, 16, 8, 7, 224, 2},
+      {7168, 7168, 4, 8, 8, 4, 224, 2}, {4096, 14336, 4, 16, 8, 7, 224, 2}, {14336, 4096, 4, 16, 7, 2, 256, 2},
   };
   for (const Want& w : wants) {
-    const MmaKernelInfo info = decode_info(w.nt8);
+    const MmaKernelInfo info = decode_info(w.nt8), fine = decode_fine_info(w.nt8);
     const int nchunks = static_cast<int>(w.K / 32);
     const int64_t tasks = (w.N + 127) / 128 * 8;
-    const DecodeShape s = choose_decode_shape(info, w.nt8, nchunks, tasks, 1, kSms);
-    const DecodeLaunch d = decode_launch(info, s, w.nt8, nchunks, tasks, 1, kSms);
-    // two CTAs per SM (16 / 14 / 10 warps)
-    CHECK(mma_ctas_per_sm(info, d.warps, d.smem_launch) == 2, "%lldx%lld nt8 %d: %d CTAs per SM at %zu B",
-          (long long)w.N, (long long)w.K, w.nt8, mma_ctas_per_sm(info, d.warps, d.smem_launch), d.smem_launch);
-    CHECK(d.unsupported == nullptr && s.wt == w.wt && s.kc == w.kc && d.ctas == w.ctas,
-          "%lldx%lld nt8 %d: wt %d kc %d ctas %lld (want %d %d %lld)", (long long)w.N, (long long)w.K, w.nt8, s.wt,
-          s.kc, (long long)d.ctas, w.wt, w.kc, (long long)w.ctas);
+    const DecodeShape s = choose_decode_shape(info, w.nt8, nchunks, tasks, 1, kSms, &fine);
+    const MmaKernelInfo& used = s.sc == kMmaSC ? info : fine;
+    const DecodeLaunch d = decode_launch(used, s, w.nt8, nchunks, tasks, 1, kSms);
+    CHECK(mma_ctas_per_sm(used, d.warps, d.smem_launch) == w.per_sm, "%lldx%lld nt8 %d: %d CTAs per SM at %zu B",
+          (long long)w.N, (long long)w.K, w.nt8, mma_ctas_per_sm(used, d.warps, d.smem_launch), d.smem_launch);
+    CHECK(d.unsupported == nullptr && s.sc == w.sc && d.sc == w.sc && s.wt == w.wt && s.kc == w.kc && d.ctas == w.ctas,
+          "%lldx%lld nt8 %d: sc %d wt %d kc %d ctas %lld (want %d %d %d %lld)", (long long)w.N, (long long)w.K, w.nt8,
+          s.sc, s.wt, s.kc, (long long)d.ctas, w.sc, w.wt, w.kc, (long long)w.ctas);
+    // without the fine instance (the dual and MoE routes): full stages only
+    CHECK(choose_decode_shape(info, w.nt8, nchunks, tasks, 1, kSms).sc == kMmaSC, "full stages only without `fine`");
+  }
+  {  // a geometry the kernel does not have is refused, not launched
+    const DecodeLaunch d = decode_launch(decode_info(1), DecodeShape{8, 1, 4}, 1, 224, 448, 1, kSms);
+    CHECK(d.unsupported != nullptr, "stage of 4 chunks planned");
   }
   // waves of clustered grids from the device's table (decode_waves)
   {
@@ -585,13 +611,15 @@ static void test_decode_plan() {
   // invariants over a grid of problems
   for (int nt8 : {1, 2, 3, 4})
     for (int64_t N : {8LL, 200LL, 1000LL, 4096LL, 7168LL, 14336LL, 50000LL})
-      for (int64_t K : {32LL, 96LL, 512LL, 4096LL, 7168LL, 14336LL, 65536LL})
-        for (int64_t L : {1LL, 3LL}) {
-          const MmaKernelInfo info = decode_info(nt8);
+      for (int64_t K : {32LL, 96LL, 512LL, 2048LL, 4096LL, 7168LL, 14336LL, 65536LL})
+        for (int64_t L : {1LL, 3LL})
+          for (bool with_fine : {false, true}) {
+          const MmaKernelInfo full = decode_info(nt8), fine = decode_fine_info(nt8);
           const int nchunks = static_cast<int>(K / 32);
-          const int n_stages = (nchunks + kMmaSC - 1) / kMmaSC;
           const int64_t tasks = (N + 127) / 128 * 8;
-          const DecodeShape s = choose_decode_shape(info, nt8, nchunks, tasks, L, kSms);
+          const DecodeShape s = choose_decode_shape(full, nt8, nchunks, tasks, L, kSms, with_fine ? &fine : nullptr);
+          const MmaKernelInfo& info = s.sc == kMmaSC ? full : fine;
+          const int n_stages = (nchunks + s.sc - 1) / s.sc;
           const DecodeLaunch d = decode_launch(info, s, nt8, nchunks, tasks, L, kSms);
           const int per_sm = mma_ctas_per_sm(info, d.warps, d.smem_launch);
           const bool ok = d.unsupported == nullptr && s.wt >= 2 && s.wt <= kDecodeMaxWarps &&
@@ -600,7 +628,8 @@ static void test_decode_plan() {
                           (d.kc == 1 || d.stages_per_cta >= kDecodeMinClusterStages) &&
                           // clusters only of sizes the device's table holds (waves counted from it)
                           (d.kc == 1 || info.cluster_ctas[std::min(per_sm, kClusterTablePerSm)][d.kc] > 0) &&
-                          d.tile_cap % kMmaSC == 0 &&
+                          (s.sc == kMmaSC || (with_fine && s.sc == kDecodeFineSC)) && d.sc == s.sc &&
+                          d.tile_cap % s.sc == 0 &&
                           d.tile_cap <= decode_tile_chunks(nt8) && d.tile_cap > 0 &&
                           d.smem <= static_cast<size_t>(info.max_smem_block) && d.smem_launch >= d.smem &&
                           d.smem_launch <= static_cast<size_t>(info.max_smem_block) &&
@@ -611,9 +640,9 @@ static void test_decode_plan() {
                           d.ctas == d.groups_per_batch * L * d.kc &&
                           // the cluster partials fit in the rings they reuse
                           static_cast<size_t>(s.wt) * nt8 * 32 * 16 <=
-                              static_cast<size_t>(s.wt) * kMmaDepth * mma_stage_bytes(kMmaSC);
-          CHECK(ok, "nt8 %d %lldx%lldx%lld: wt %d kc %d spc %d tile %d smem %zu", nt8, (long long)N, (long long)K,
-                (long long)L, s.wt, s.kc, d.stages_per_cta, d.tile_cap, d.smem);
+                              static_cast<size_t>(s.wt) * kMmaDepth * mma_stage_bytes(s.sc);
+          CHECK(ok, "nt8 %d %lldx%lldx%lld: sc %d wt %d kc %d spc %d tile %d smem %zu", nt8, (long long)N,
+                (long long)K, (long long)L, s.sc, s.wt, s.kc, d.stages_per_cta, d.tile_cap, d.smem);
         }
   // kernel parameters
   {

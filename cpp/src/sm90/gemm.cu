@@ -2,7 +2,7 @@
 // fp16 tensor cores (docs/design.md "Numerics", "Backends").
 //
 // gemm_plan.hpp decides, from the problem and device numbers, which kernel runs:
-//   - 2..16 tokens on >= 4096 weight rows (17..32 on >= 7168, or >= 4096 at K >= 4096), aligned operands: the decode-regime kernel
+//   - 2..16 tokens on >= 4096 weight rows (17..32 on >= 7168, or >= 4096 at K >= 1536), aligned operands: the decode-regime kernel
 //     (gemm_decode.cu);
 //   - one or two tokens otherwise: one GEMV per token over the weights (gemv.cu);
 //   - fused (kernel/gemm_fused.cuh): every CTA decodes its token tile; split-K over a

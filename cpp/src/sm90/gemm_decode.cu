@@ -1,8 +1,8 @@
-// sm90a decode-regime GEMM launcher: gemm with M = 2..32 tokens on >= 4096 (17..32 at K < 4096: 7168) weight rows
+// sm90a decode-regime GEMM launcher: gemm with M = 2..32 tokens on >= 4096 (17..32 at K < 1536: 7168) weight rows
 // (gemm_plan.hpp routes them here, gemv/decode_plan.hpp says which operands and why those
 // bounds), c[l, m, n] = alpha * sum_k a[l, m, k] * b[l, n, k]. Kernel: gemv/decode_kernel.cuh
 // (the MMA GEMV's weight streaming, fp16 tensor-core MMAs over up to 32 tokens decoded once
-// per CTA). A translation unit of
+// per CTA; ring stages of 512 or 256 K, decode_plan.hpp). A translation unit of
 // its own, so that adding it moves no schedule of the GEMM or GEMV kernels (gemm.cu).
 // This file: the per-device kernel resources the plan needs, and the launch.
 #include <cuda_runtime.h>
@@ -24,28 +24,34 @@ namespace {
 
 using DecodeKernelFn = void (*)(const DecodeArgs);
 
-template <int NT8>
+template <int NT8, int SC>
 DecodeKernelFn decode_kernel_for(bool blocked) {
-  return blocked ? gemm_decode_kernel<NT8, true> : gemm_decode_kernel<NT8, false>;
+  return blocked ? gemm_decode_kernel<NT8, true, SC> : gemm_decode_kernel<NT8, false, SC>;
 }
-DecodeKernelFn decode_kernel(int nt8, bool blocked) {
+template <int SC>
+DecodeKernelFn decode_kernel_sc(int nt8, bool blocked) {
   switch (nt8) {
-    case 1: return decode_kernel_for<1>(blocked);
-    case 2: return decode_kernel_for<2>(blocked);
-    case 3: return decode_kernel_for<3>(blocked);
-    case 4: return decode_kernel_for<4>(blocked);
+    case 1: return decode_kernel_for<1, SC>(blocked);
+    case 2: return decode_kernel_for<2, SC>(blocked);
+    case 3: return decode_kernel_for<3, SC>(blocked);
+    case 4: return decode_kernel_for<4, SC>(blocked);
     default: return nullptr;
   }
+}
+// sc: the stage geometry (decode_plan.hpp: kMmaSC or kDecodeFineSC chunks per stage).
+DecodeKernelFn decode_kernel(int nt8, bool blocked, int sc) {
+  return sc == kMmaSC ? decode_kernel_sc<kMmaSC>(nt8, blocked)
+                      : sc == kDecodeFineSC ? decode_kernel_sc<kDecodeFineSC>(nt8, blocked) : nullptr;
 }
 
 // The resources of one kernel instance on `device` (queried once per device and instance;
 // the dynamic shared memory limit raised to the opt-in maximum on the way). Index:
-// (nt8 - 1) * 2 + blocked.
-nvfp4_status_t decode_info(int device, int nt8, bool blocked, MmaKernelInfo* out) {
-  static PerDeviceCache<MmaKernelInfo> cache[8];
-  const int slot = (nt8 - 1) * 2 + (blocked ? 1 : 0);
-  const DecodeKernelFn kernel = decode_kernel(nt8, blocked);
+// ((nt8 - 1) * 2 + blocked) * 2 + fine.
+nvfp4_status_t decode_info(int device, int nt8, bool blocked, int sc, MmaKernelInfo* out) {
+  static PerDeviceCache<MmaKernelInfo> cache[16];
+  const DecodeKernelFn kernel = decode_kernel(nt8, blocked, sc);
   if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode gemm: no kernel for %d token groups", nt8);
+  const int slot = ((nt8 - 1) * 2 + (blocked ? 1 : 0)) * 2 + (sc == kMmaSC ? 0 : 1);
   return cache[slot].get(device, [device, kernel](MmaKernelInfo& v) {
     return query_decode_kernel_info(device, reinterpret_cast<const void*>(kernel), v);
   }, out);
@@ -63,15 +69,17 @@ nvfp4_status_t gemm_decode(const GemmProblem& p, const Exec& exec) {
   if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
   const int nt8 = decode_nt8(p.M);
   const bool blocked = p.sfb.layout == NVFP4_SF_BLOCKED;
-  MmaKernelInfo info;
-  nvfp4_status_t st = decode_info(exec.device, nt8, blocked, &info);
+  MmaKernelInfo info, fine;  // the full- and fine-stage instances (decode_plan.hpp)
+  nvfp4_status_t st = decode_info(exec.device, nt8, blocked, kMmaSC, &info);
+  if (st == NVFP4_SUCCESS) st = decode_info(exec.device, nt8, blocked, kDecodeFineSC, &fine);
   if (st != NVFP4_SUCCESS) return st;
   DecodeArgs args = make_decode_args(p);
-  const DecodeShape shape = choose_decode_shape(info, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count);
-  const DecodeLaunch dl = decode_launch(info, shape, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count);
+  const DecodeShape shape = choose_decode_shape(info, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count, &fine);
+  const DecodeLaunch dl = decode_launch(shape.sc == kMmaSC ? info : fine, shape, nt8, args.nchunks,
+                                        args.tasks_per_batch, p.L, sm_count);
   if (dl.unsupported) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", dl.unsupported);
   const LaunchShape ls = decode_launch_shape(dl, &args);
-  return launch(decode_kernel(nt8, blocked), ls, cuda_stream(exec), args);
+  return launch(decode_kernel(nt8, blocked, dl.sc), ls, cuda_stream(exec), args);
 }
 
 }  // namespace nvfp4::sm90

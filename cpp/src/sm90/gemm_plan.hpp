@@ -29,7 +29,7 @@ namespace nvfp4::sm90 {
 constexpr int64_t kGemvMaxTokens = 2;
 
 // The decode regime: 2..kDecodeMaxTokens (32) tokens on at least decode_min_rows(M, K) weight rows
-// (N·L: 4096, but 7168 for 17..32 tokens at K < 4096), with the operands the decode kernel takes (gemv/decode_plan.hpp: 16-byte
+// (N·L: 4096, but 7168 for 17..32 tokens at K < 1536), with the operands the decode kernel takes (gemv/decode_plan.hpp: 16-byte
 // aligned rows, weight scales as 16-byte pieces), run on gemm_decode.cu's kernel, which
 // streams the weights like the MMA GEMV and multiplies each decoded weight fragment by all
 // tokens (H100: 7168^2 at M = 4 19.3 µs against the tiled GEMM's 27.9; the bounds and the

@@ -62,11 +62,14 @@ __device__ __forceinline__ void decode_store(const DecodeArgs& a, int64_t l, int
 // experts unused. kDual: the dual route (dual_gemm_decode_kernel below; `dual` its B2 and
 // epilogue; null otherwise: a default argument, since an unused reference to a temporary
 // moved the dense instances' schedule).
-template <int NT8, bool kBlocked, bool kGrouped, bool kDual = false>
+// SC: chunks (32 K) per ring stage, also the lanes copying one row (kMmaSC, or kDecodeFineSC for
+// the dense route's fine stages: decode_plan.hpp).
+template <int NT8, bool kBlocked, bool kGrouped, bool kDual = false, int SC = kMmaSC>
 __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_t* offsets, const float* alphas,
                                             int32_t experts, const DecodeDualExt* dual = nullptr) {
   static_assert(!(kGrouped && kDual), "the dual route is dense");
-  constexpr int SC = kMmaSC, D = kMmaDepth, LPR = kMmaLPR;
+  static_assert(SC == kMmaSC || (SC == kDecodeFineSC && !kDual), "stage geometries: decode_plan.hpp");
+  constexpr int D = kMmaDepth, LPR = SC;  // (the MMA GEMV's: kMmaLPR == kMmaSC)
   constexpr int kStageA = mma_stage_a(SC);
   constexpr int kStageBytes = mma_stage_bytes(SC);
   constexpr int kRowBytes = 16 * SC;
@@ -289,11 +292,11 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
       if (nc == SC) {
 #pragma unroll
         for (int u = 0; u < SC / 4; ++u)
-          decode_step<NT8, kBlocked, false, kDual>(st + a_off_r, st + sf_off_r, tst, u, t, nc, acc);
+          decode_step<NT8, kBlocked, false, kDual, SC>(st + a_off_r, st + sf_off_r, tst, u, t, nc, acc);
       } else {
 #pragma unroll
         for (int u = 0; u < SC / 4; ++u)
-          if (4 * u < nc) decode_step<NT8, kBlocked, true, kDual>(st + a_off_r, st + sf_off_r, tst, u, t, nc, acc);
+          if (4 * u < nc) decode_step<NT8, kBlocked, true, kDual, SC>(st + a_off_r, st + sf_off_r, tst, u, t, nc, acc);
       }
       // The stage's 512-K chain into the round-to-nearest sum.
 #pragma unroll
@@ -403,10 +406,10 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
 // The dense decode-regime GEMM (gemm_decode.cu). NT8 = 3 and 4 (17..24, 25..32 tokens) are held to
 // 128 registers (NT8 = 4: 124-126 used, no spills; 131 unbounded), so that two 8-warp CTAs fit on
 // an SM as for 1 and 2 groups (the shape model, decode_plan.hpp); 1 and 2 groups (77 / 106) are
-// unchanged by the bound.
-template <int NT8, bool kBlocked>
+// unchanged by the bound. SC: the stage geometry (kMmaSC or kDecodeFineSC, decode_plan.hpp).
+template <int NT8, bool kBlocked, int SC>
 __global__ void __launch_bounds__(kDecodeMaxWarps * 32, NT8 >= 3 ? 2 : 1) gemm_decode_kernel(const DecodeArgs args) {
-  decode_gemm<NT8, kBlocked, false>(args, nullptr, nullptr, 0);
+  decode_gemm<NT8, kBlocked, false, false, SC>(args, nullptr, nullptr, 0);
 }
 
 // The packed MoE route (grouped_packed.cu): experts are the batch. CTA slot j (groups_per_batch

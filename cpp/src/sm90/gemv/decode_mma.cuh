@@ -124,11 +124,12 @@ __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeAr
 // jw ^ t; the step and group offsets are immediates). kCheck: partial stage, chunks >= nc of
 // it are past K (stale ring and tile data: their fragments are zeroed).
 // kDual: blocked scales of a 64-K tile are B1's 2 lines then B2's (row g + 8: 32 bytes on).
-template <int NT8, bool kBlocked, bool kCheck, bool kDual = false>
+// SC: chunks per ring stage (decode_gemm).
+template <int NT8, bool kBlocked, bool kCheck, bool kDual, int SC>
 __device__ __forceinline__ void decode_step(uint32_t wa, uint32_t ws, const uint32_t (&tst)[4], int u, int t, int nc,
                                             float (&acc)[NT8][4]) {
-  constexpr uint32_t kSfU = kBlocked ? 128u : 8u, kSfR8 = kBlocked ? (kDual ? 32u : 8u) : 16u * kMmaSC;
-  constexpr uint32_t kA8 = 4 * 16 * kMmaSC;
+  constexpr uint32_t kSfU = kBlocked ? 128u : 8u, kSfR8 = kBlocked ? (kDual ? 32u : 8u) : 16u * SC;
+  constexpr uint32_t kA8 = 4 * 16 * SC;
   constexpr uint32_t kChunk = 8 * NT8 * 64;  // token tile bytes per chunk
   const bool live = !kCheck || 4 * u + t < nc;
   const uint4 x = ptx::lds128(wa + 64 * u);

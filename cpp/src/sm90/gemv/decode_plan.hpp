@@ -25,7 +25,7 @@ namespace nvfp4::sm90::gemv_detail {
 struct DecodeArgs {
   int64_t N, M;
   int32_t nchunks;           // K / 32
-  int32_t tile_cap;          // token chunks per shared-memory tile (a multiple of kMmaSC)
+  int32_t tile_cap;          // token chunks per shared-memory tile (a multiple of the stage's chunks)
   int32_t tiles_k;           // ceil(K / 64): blocked-layout scale tiles per 128-row block
   int32_t cluster_k;         // CTAs of a cluster splitting each task's K
   int32_t stages_per_cta;    // K stages of one cluster rank
@@ -69,15 +69,18 @@ struct DecodeArgs {
 // and beat the tiled GEMM (H100, session 22, graph µs, tiled -> decode: 4096x14336 M = 17 / 24 / 32
 // 34.1 / 33.9 / 34.3 -> 25.1 / 25.1 / 31.5, 4096x7168 M = 17 / 24 / 32 21.5 / 20.7 / 21.8 -> 16.3 /
 // 16.0 / 19.1, 4096^2 M = 24 / 32 16.2 / 16.5 -> 12.7 / 15.3, 6144x4096 M = 24 19.5 -> 16.6, 5120^2 M
-// = 32 22.0 -> 17.9), not at short K (4096x2048 M = 24 / 32 11.2 / 11.2 -> 19.7 / 20.6, 4096x1024 M =
-// 24 7.9 -> 10.9: too few stages per warp).
+// = 32 22.0 -> 17.9), then with fine stages (256 K, session 23) down to K = 1536 (tiled -> decode, graph
+// µs: 4096x1536 M = 17 / 32 9.1 / 9.4 -> 7.8 / 8.8, 4096x2048 11.1 / 11.3 -> 8.2 / 10.4, 4096x3072
+// 13.7 / 13.8 -> 9.3 / 12.3, 5120x2048 13.3 / 13.4 -> 9.8 / 12.4, 6144x1536 11.2 / 11.4 -> 8.4 / 9.9,
+// 6144x3072 17.0 / 17.4 -> 11.0 / 13.2), not at K = 1024 (4096x1024 M = 17 / 24 / 32 8.5 / 8.0 / 8.0 ->
+// 9.9 / 10.8 / 11.1: 2 full or 4 fine stages per task, too few per warp).
 // 33..64 tokens (NT8 = 8: 171 registers, at most 10 warps per SM, 2x the HMMA and token
 // fragments) stay on the tiled GEMM: the model puts them at 41-54 µs against its 30.7-36.1.
 constexpr int64_t kDecodeMinTokens = 2;
 constexpr int64_t kDecodeMaxTokens = 32;
 constexpr int64_t kDecodeWideTokens = 16;  // above: NT8 = 3 / 4, the wide-rows bound
 constexpr int64_t kDecodeWideMinRows = 7168;
-constexpr int64_t kDecodeWideMinK = 4096;
+constexpr int64_t kDecodeWideMinK = 1536;
 // The dual route's bound (dual_plan.hpp): its kernel has 1 and 2 token groups only.
 constexpr int64_t kDecodeDualMaxTokens = 16;
 constexpr int64_t kDecodeMinRows = 4096;
@@ -122,20 +125,34 @@ inline const char* decode_unsupported(const GemmProblem& p) {
 
 // Launch shape: wt warp tasks (16 weight rows each) per CTA, kc CTAs of a cluster splitting
 // each task's K (consecutive stage ranges; partials summed through distributed shared
-// memory in rank order).
+// memory in rank order), sc chunks per ring stage (the kernel instance's stage geometry).
 struct DecodeShape {
-  int wt = 0, kc = 0;
+  int wt = 0, kc = 0, sc = kMmaSC;
 };
 
+// Stage geometries. The MMA GEMV's stage (kMmaSC = 16 chunks = 512 K, 16 lanes per copied row)
+// for every route, and for the dense route also fine stages of kDecodeFineSC = 8 chunks (256 K, 8
+// lanes per row): a cluster split of K is then balanced in steps of 256 K. 7168 K is 14 stages of
+// 512, so clusters of 4 ran ranks of 4, 4, 4, 2 stages; fine ones run 7 each. H100, session 23,
+// same call, graph µs, 16 -> 8 chunks at the same launch shape: 7168^2 M = 2 / 8 / 16 / 32 15.6 /
+// 15.5 / 18.6 / 27.0 -> 14.4 / 14.8 / 17.3 / 24.0; where 512-K stages already divide evenly, fine
+// ones cost 1-4% (4096x14336 in clusters of 7, 14336x4096 of 2: M = 4 / 16 16.7 / 20.4 -> 16.8 /
+// 21.3, 15.7 / 18.9 -> 15.9 / 19.3): the shape model charges a fine stage kDecodeFineCost more
+// than half a full one. Deeper fine rings (3 or 4 stages, the same bytes in flight as 2 full
+// ones) were slower on every row (bench/NOTES.md "Fine decode stages").
+constexpr int kDecodeFineSC = 8;
+constexpr double kDecodeFineCost = 0.06;
+inline double decode_stage_cost(int sc) { return sc == kMmaSC ? 1.0 : 0.5 * (1.0 + kDecodeFineCost); }
+
 // Shared memory: the token tile (tile_cap chunks x 8 NT8 tokens x 64 B), then one ring of
-// kMmaDepth stages per warp (the MMA GEMV's stage). The cluster partials (wt x 16 rows x 8
+// kMmaDepth stages of sc chunks per warp. The cluster partials (wt x 16 rows x 8
 // NT8 tokens fp32) reuse the rings once they are drained.
 NVFP4_HD size_t decode_token_tile_bytes(int tile_cap, int nt8) { return static_cast<size_t>(tile_cap) * nt8 * 8 * 64; }
-inline size_t decode_smem_bytes(int tile_cap, int nt8, int wt) {
-  return decode_token_tile_bytes(tile_cap, nt8) + static_cast<size_t>(wt) * kMmaDepth * mma_stage_bytes(kMmaSC);
+inline size_t decode_smem_bytes(int tile_cap, int nt8, int wt, int sc = kMmaSC) {
+  return decode_token_tile_bytes(tile_cap, nt8) + static_cast<size_t>(wt) * kMmaDepth * mma_stage_bytes(sc);
 }
-inline int decode_tile_cap(int nt8, int stages_per_cta) {
-  const int need = stages_per_cta * kMmaSC;  // the CTA's K range in whole stages
+inline int decode_tile_cap(int nt8, int stages_per_cta, int sc = kMmaSC) {
+  const int need = stages_per_cta * sc;  // the CTA's K range in whole stages
   return need < decode_tile_chunks(nt8) ? need : decode_tile_chunks(nt8);
 }
 
@@ -187,35 +204,45 @@ inline DecodeWaves decode_waves(const MmaKernelInfo& info, int64_t ctas, int kc,
 // Candidates: Wt = 2..8 tasks per CTA (any count: 7 x 64 = 448 tasks of 7168 rows), K split
 // over kc = 1..8 CTAs of a cluster, waves as decode_waves says. A split only for a clear gain
 // (3%). The constants are first guesses; the cluster sizes past 4 were measured on one shape
-// (bench/NOTES.md "Decode K split over clusters of up to 8": 4096x14336 at kc = 7).
+// (bench/NOTES.md "Decode K split over clusters of up to 8": 4096x14336 at kc = 7). Fine stages
+// (sc = kDecodeFineSC, the dense route only) count decode_stage_cost each, and a cluster rank
+// needs kDecodeMinClusterStages of its own stages.
 constexpr double kDecodeLatencyWarps = 6.0;
 constexpr double kDecodeTokenCost = 0.3;
 inline double decode_issue_eff(int warps) { return warps / (warps + kDecodeLatencyWarps); }
 // Model time (warp stages / efficiency) of one shape; < 0 where it cannot launch.
-inline double decode_shape_time(const MmaKernelInfo& info, int nt8, int n_stages, int64_t tasks_per_batch, int64_t L,
-                                int sm_count, int wt, int kc) {
-  const int spc = mma_stages_per_cta(n_stages, kc);
-  if (kc > 1 && (spc < kDecodeMinClusterStages || (kc - 1) * spc >= n_stages)) return -1.0;
-  const int per_sm = mma_ctas_per_sm(info, wt, decode_smem_bytes(decode_tile_cap(nt8, spc), nt8, wt));
-  const int64_t ctas = L * ((tasks_per_batch + wt - 1) / wt) * kc;
-  const DecodeWaves w = decode_waves(info, ctas, kc, per_sm, sm_count);
+// info: the resources of the instance with stages of sc chunks.
+inline double decode_shape_time(const MmaKernelInfo& info, int nt8, int nchunks, int64_t tasks_per_batch, int64_t L,
+                                int sm_count, DecodeShape s) {
+  const int n_stages = (nchunks + s.sc - 1) / s.sc;
+  const int spc = mma_stages_per_cta(n_stages, s.kc);
+  if (s.kc > 1 && (spc < kDecodeMinClusterStages || (s.kc - 1) * spc >= n_stages)) return -1.0;
+  const int per_sm = mma_ctas_per_sm(info, s.wt, decode_smem_bytes(decode_tile_cap(nt8, spc, s.sc), nt8, s.wt, s.sc));
+  const int64_t ctas = L * ((tasks_per_batch + s.wt - 1) / s.wt) * s.kc;
+  const DecodeWaves w = decode_waves(info, ctas, s.kc, per_sm, sm_count);
   if (w.waves <= 0) return -1.0;
-  const double work = static_cast<double>(w.share) * (wt * spc + kDecodeTokenCost * nt8 * spc);
-  return static_cast<double>(w.waves) * work / decode_issue_eff(static_cast<int>(w.share) * wt);
+  const double k_range = static_cast<double>(spc) * s.sc / kMmaSC;  // in full stages
+  const double work =
+      static_cast<double>(w.share) * (s.wt * spc * decode_stage_cost(s.sc) + kDecodeTokenCost * nt8 * k_range);
+  return static_cast<double>(w.waves) * work / decode_issue_eff(static_cast<int>(w.share) * s.wt);
 }
+// info: the kMmaSC instance's resources; fine: the kDecodeFineSC instance's (the dense route),
+// or null where the route has full stages only (dual, MoE).
 inline DecodeShape choose_decode_shape(const MmaKernelInfo& info, int nt8, int nchunks, int64_t tasks_per_batch,
-                                       int64_t L, int sm_count) {
-  const int n_stages = (nchunks + kMmaSC - 1) / kMmaSC;
+                                       int64_t L, int sm_count, const MmaKernelInfo* fine = nullptr) {
   DecodeShape best_shape;
   double best = -1.0;
-  for (int kc = 1; kc <= kDecodeMaxCluster; ++kc) {
-    for (int w = kDecodeMaxWarps; w >= 2; --w) {
-      const double t = decode_shape_time(info, nt8, n_stages, tasks_per_batch, L, sm_count, w, kc);
-      if (t < 0.0) continue;
-      if (best < 0.0 || t < (kc > 1 ? best * 0.97 : best * (1.0 - 1e-9))) {
-        best = t;
-        best_shape.wt = w;
-        best_shape.kc = kc;
+  for (const int sc : {kMmaSC, kDecodeFineSC}) {
+    if (sc != kMmaSC && fine == nullptr) continue;
+    for (int kc = 1; kc <= kDecodeMaxCluster; ++kc) {
+      for (int w = kDecodeMaxWarps; w >= 2; --w) {
+        const DecodeShape s{w, kc, sc};
+        const double t = decode_shape_time(sc == kMmaSC ? info : *fine, nt8, nchunks, tasks_per_batch, L, sm_count, s);
+        if (t < 0.0) continue;
+        if (best < 0.0 || t < (kc > 1 ? best * 0.97 : best * (1.0 - 1e-9))) {
+          best = t;
+          best_shape = s;
+        }
       }
     }
   }
@@ -224,21 +251,27 @@ inline DecodeShape choose_decode_shape(const MmaKernelInfo& info, int nt8, int n
 
 struct DecodeLaunch {
   const char* unsupported = nullptr;  // why it cannot launch (then the rest is unset)
-  int nt8 = 0, kc = 1, stages_per_cta = 0, tile_cap = 0, warps = 0;
+  int nt8 = 0, kc = 1, sc = kMmaSC, stages_per_cta = 0, tile_cap = 0, warps = 0;
   int64_t groups_per_batch = 0, ctas = 0;
   size_t smem = 0;         // dynamic shared memory the kernel uses
   size_t smem_launch = 0;  // requested at launch (>= smem: the even-spread cap)
 };
+// info: the resources of the instance with stages of shape.sc chunks.
 inline DecodeLaunch decode_launch(const MmaKernelInfo& info, DecodeShape shape, int nt8, int nchunks,
                                   int64_t tasks_per_batch, int64_t L, int sm_count) {
   DecodeLaunch r;
   r.nt8 = nt8;
   r.kc = shape.kc > 0 ? shape.kc : 1;
+  r.sc = shape.sc;
   r.warps = shape.wt;
-  const int n_stages = (nchunks + kMmaSC - 1) / kMmaSC;
+  if (r.sc != kMmaSC && r.sc != kDecodeFineSC) {
+    r.unsupported = "sm90a decode gemm: no such stage geometry";
+    return r;
+  }
+  const int n_stages = (nchunks + r.sc - 1) / r.sc;
   r.stages_per_cta = mma_stages_per_cta(n_stages, r.kc);
-  r.tile_cap = decode_tile_cap(nt8, r.stages_per_cta);
-  r.smem = decode_smem_bytes(r.tile_cap, nt8, r.warps);
+  r.tile_cap = decode_tile_cap(nt8, r.stages_per_cta, r.sc);
+  r.smem = decode_smem_bytes(r.tile_cap, nt8, r.warps, r.sc);
   if (r.warps <= 0 || r.warps > kDecodeMaxWarps || r.kc > kDecodeMaxCluster ||
       mma_ctas_per_sm(info, r.warps, r.smem) <= 0) {
     r.unsupported = "sm90a decode gemm: shared memory too small";
