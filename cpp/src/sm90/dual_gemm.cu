@@ -245,18 +245,12 @@ DualDecodeKernelFn dual_decode_kernel(int nt8, bool blocked) {
   }
 }
 
-// The resources of one instance on `device` (queried once per device and instance; the dynamic
-// shared memory limit raised to the opt-in maximum on the way). Index (nt8 - 1) * 2 + blocked.
+// The resources of one instance on `device` (kernel_info.hpp: queried once per device and
+// instance, the dynamic shared memory limit raised to the opt-in maximum on the way).
 nvfp4_status_t dual_decode_info(int device, int nt8, bool blocked, gemv_detail::MmaKernelInfo* out) {
-  static PerDeviceCache<gemv_detail::MmaKernelInfo> cache[4];
   const DualDecodeKernelFn kernel = dual_decode_kernel(nt8, blocked);
   if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode dual gemm: no kernel for %d token groups", nt8);
-  return cache[(nt8 == 1 ? 0 : 1) * 2 + (blocked ? 1 : 0)].get(
-      device,
-      [device, kernel](gemv_detail::MmaKernelInfo& v) {
-        return gemv_detail::query_decode_kernel_info(device, reinterpret_cast<const void*>(kernel), v);
-      },
-      out);
+  return gemv_detail::decode_kernel_info(device, reinterpret_cast<const void*>(kernel), out);
 }
 
 // The decode route's launch plan; NOT_SUPPORTED (nothing launched) where it cannot run.

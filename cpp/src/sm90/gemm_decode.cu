@@ -10,7 +10,6 @@
 
 #include "../backends.hpp"
 #include "../common/cuda_check.hpp"
-#include "../common/device_cache.hpp"
 #include "../problem.hpp"
 #include "gemv/decode_kernel.cuh"
 #include "gemv/kernel_info.hpp"
@@ -44,17 +43,12 @@ DecodeKernelFn decode_kernel(int nt8, bool blocked, int sc) {
                       : sc == kDecodeFineSC ? decode_kernel_sc<kDecodeFineSC>(nt8, blocked) : nullptr;
 }
 
-// The resources of one kernel instance on `device` (queried once per device and instance;
-// the dynamic shared memory limit raised to the opt-in maximum on the way). Index:
-// ((nt8 - 1) * 2 + blocked) * 2 + fine.
+// The resources of one kernel instance on `device` (kernel_info.hpp: queried once per device and
+// instance, the dynamic shared memory limit raised to the opt-in maximum on the way).
 nvfp4_status_t decode_info(int device, int nt8, bool blocked, int sc, MmaKernelInfo* out) {
-  static PerDeviceCache<MmaKernelInfo> cache[16];
   const DecodeKernelFn kernel = decode_kernel(nt8, blocked, sc);
   if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode gemm: no kernel for %d token groups", nt8);
-  const int slot = ((nt8 - 1) * 2 + (blocked ? 1 : 0)) * 2 + (sc == kMmaSC ? 0 : 1);
-  return cache[slot].get(device, [device, kernel](MmaKernelInfo& v) {
-    return query_decode_kernel_info(device, reinterpret_cast<const void*>(kernel), v);
-  }, out);
+  return decode_kernel_info(device, reinterpret_cast<const void*>(kernel), out);
 }
 
 }  // namespace

@@ -26,7 +26,6 @@
 #include <atomic>
 
 #include "../common/cuda_check.hpp"
-#include "../common/device_cache.hpp"
 #include "gemm_parts.hpp"
 #include "packed_plan.hpp"
 #include "gemv/decode_kernel.cuh"
@@ -75,12 +74,8 @@ nvfp4_status_t moe_decode_route(const PackedGroupedGemmProblem& p, const Exec& e
   int sm_count = exec.sm_count;
   if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
   const int nt8 = decode_moe_nt8(p.total_M, p.G);
-  static PerDeviceCache<MmaKernelInfo> cache[2];
-  MmaKernelInfo info;
-  const DecodeMoeKernelFn kernel = decode_moe_kernel(nt8);
-  const nvfp4_status_t st = cache[nt8 - 1].get(exec.device, [&exec, kernel](MmaKernelInfo& v) {
-    return query_decode_kernel_info(exec.device, reinterpret_cast<const void*>(kernel), v);
-  }, &info);
+  MmaKernelInfo info;  // (kernel_info.hpp: queried once per device and instance)
+  const nvfp4_status_t st = decode_kernel_info(exec.device, reinterpret_cast<const void*>(decode_moe_kernel(nt8)), &info);
   if (st != NVFP4_SUCCESS) return st;
   *dl = decode_moe_launch(info, p, sm_count);
   *take = dl->unsupported == nullptr && dl->nt8 == nt8;

@@ -6,7 +6,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
+
 #include "../../common/cuda_check.hpp"
+#include "../../common/device_cache.hpp"
 #include "../launch.hpp"
 #include "decode_plan.hpp"
 #include "plan.hpp"
@@ -52,6 +55,27 @@ inline nvfp4_status_t query_decode_kernel_info(int device, const void* kernel, M
   const nvfp4_status_t st = query_kernel_info(device, kernel, v);
   if (st == NVFP4_SUCCESS) query_cluster_ctas(kernel, v);
   return st;
+}
+
+// query_decode_kernel_info of `kernel` on `device`, cached per device and kernel: one table for the
+// instances of every decode route (dense, dual, MoE: 22), keyed by the kernel's address, so that no
+// launcher keeps slot arithmetic of its own. A kernel past the table's kDecodeInfoSlots entries is
+// queried on every call (correct, slow).
+constexpr int kDecodeInfoSlots = 32;
+inline nvfp4_status_t decode_kernel_info(int device, const void* kernel, MmaKernelInfo* out) {
+  static std::atomic<const void*> keys[kDecodeInfoSlots];
+  static PerDeviceCache<MmaKernelInfo> caches[kDecodeInfoSlots];
+  auto make = [device, kernel](MmaKernelInfo& v) { return query_decode_kernel_info(device, kernel, v); };
+  for (int i = 0; i < kDecodeInfoSlots; ++i) {
+    const void* k = keys[i].load(std::memory_order_acquire);
+    if (k == nullptr) {  // claim the first free slot (another thread may claim it first)
+      const void* expected = nullptr;
+      if (keys[i].compare_exchange_strong(expected, kernel, std::memory_order_acq_rel)) k = kernel;
+      else k = expected;
+    }
+    if (k == kernel) return caches[i].get(device, make, out);
+  }
+  return make(*out);
 }
 
 // A decode-regime launch from its plan (decode_plan.hpp decode_launch): the plan's
