@@ -96,6 +96,15 @@ for be in backends:
             sw = nvfp4.swizzle_scales
             nvfp4.dual_gemm(a, sw(sa), b, sw(sb), b2, sw(sb2), sf_layout="blocked", backend=be)
             nvfp4.dual_gemm(a, sa, b, sb, b2, sb2, activation="gelu_tanh", out_dtype="float32", backend=be)
+        # the dense decode route (gemv/decode_kernel.cuh gemm_decode_kernel; H100 plans, decode_plan.hpp):
+        # 16 tokens x 4096 x 2048 in 256-K stages over clusters of 3; 3 tokens x 4100 x 4000 (blocked: a
+        # partial last fine stage, an N tail) in fine stages over clusters of 6; 20 tokens (3 groups) x
+        # 2400 x 1024 x 3 batches in 512-K stages, one CTA per task range
+        for M, N, K, L in [(16, 4096, 2048, 1), (3, 4100, 4000, 1), (20, 2400, 1024, 3)]:
+            a, sa, b, sb = fp4(L, M, K // 2), sf(L, M, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
+            nvfp4.gemm(a, nvfp4.swizzle_scales(sa), b, nvfp4.swizzle_scales(sb), sf_layout="blocked", backend=be)
+            if K % 256 == 0:
+                nvfp4.gemm(a, sa, b, sb, out_dtype="float32", backend=be)
         # the dual decode route (gemv/decode_kernel.cuh dual_gemm_decode_kernel): 5 tokens on a part-empty
         # 128-row band (N = 2050), both layouts; 12 tokens (two token groups) with K split over a cluster
         for M, N, K, L in [(5, 2050, 256, 1), (12, 1024, 8192, 2)]:
