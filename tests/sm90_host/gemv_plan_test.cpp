@@ -496,8 +496,8 @@ static void test_decode_plan() {
             decode_nt8(17) == 3 && decode_nt8(24) == 3 && decode_nt8(25) == 4 && decode_nt8(32) == 4,
         "token groups");
   CHECK(decode_tile_cap(1, 7) == 64 && decode_tile_cap(2, 7) == 32 && decode_tile_cap(2, 1) == kMmaSC &&
-            decode_tile_cap(4, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(4), 4) == 32768 &&
-            decode_tile_cap(3, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(3), 3) == 24576,
+            decode_tile_cap(4, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(4, kMmaSC), 4) == 32768 &&
+            decode_tile_cap(3, 7) == kMmaSC && decode_token_tile_bytes(decode_tile_chunks(3, kMmaSC), 3) == 24576,
         "token tile caps");
   // rows the route needs: 4096, but 7168 for 17..32 tokens (3 / 4 token groups) at K < 1536
   CHECK(decode_min_rows(2, 1024) == 4096 && decode_min_rows(16, 1024) == 4096 && decode_min_rows(17, 1024) == 7168 &&
@@ -505,12 +505,20 @@ static void test_decode_plan() {
             decode_min_rows(32, 14336) == 4096,
         "decode_min_rows");
   CHECK(decode_token_tile_bytes(64, 2) == 64 * 16 * 64, "token tile bytes");
-  // fine stages: the token tile in whole fine stages, rings of fine stages
+  // fine stages: the token tile in whole fine stages, up to 64 KB (64 chunks for 1 / 2 token groups,
+  // 32 for 3 / 4), rings of fine stages; two 8-warp CTAs per SM still fit at every token count
   CHECK(decode_tile_cap(4, 1, kDecodeFineSC) == kDecodeFineSC && decode_tile_cap(1, 3, kDecodeFineSC) == 24 &&
-            decode_tile_cap(1, 9, kDecodeFineSC) == 64 &&
-            decode_smem_bytes(16, 4, 8, kDecodeFineSC) == 32768 + 8 * kMmaDepth * mma_stage_bytes(kDecodeFineSC) &&
+            decode_tile_cap(1, 9, kDecodeFineSC) == 64 && decode_tile_cap(2, 9, kDecodeFineSC) == 64 &&
+            decode_tile_cap(3, 9, kDecodeFineSC) == 32 && decode_tile_cap(4, 3, kDecodeFineSC) == 24 &&
+            decode_smem_bytes(32, 4, 8, kDecodeFineSC) == 65536 + 8 * kMmaDepth * mma_stage_bytes(kDecodeFineSC) &&
             mma_stage_bytes(kDecodeFineSC) < mma_stage_bytes(kMmaSC),
         "fine-stage tiles and rings");
+  for (int nt8 = 1; nt8 <= 4; ++nt8) {
+    const MmaKernelInfo fine = decode_fine_info(nt8);
+    const size_t smem = decode_smem_bytes(decode_tile_chunks(nt8, kDecodeFineSC), nt8, 8, kDecodeFineSC);
+    CHECK(mma_ctas_per_sm(fine, 8, smem) >= 2, "fine stages, %d token groups: %d 8-warp CTAs per SM at %zu B", nt8,
+          mma_ctas_per_sm(fine, 8, smem), smem);
+  }
   // support
   for (nvfp4_sf_layout_t lay : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
     for (int64_t M : {1LL, 2LL, 3LL, 16LL, 17LL, 32LL, 64LL, 65LL, 128LL}) {
@@ -630,7 +638,7 @@ static void test_decode_plan() {
                           (d.kc == 1 || info.cluster_ctas[std::min(per_sm, kClusterTablePerSm)][d.kc] > 0) &&
                           (s.sc == kMmaSC || (with_fine && s.sc == kDecodeFineSC)) && d.sc == s.sc &&
                           d.tile_cap % s.sc == 0 &&
-                          d.tile_cap <= decode_tile_chunks(nt8) && d.tile_cap > 0 &&
+                          d.tile_cap <= decode_tile_chunks(nt8, s.sc) && d.tile_cap > 0 &&
                           d.smem <= static_cast<size_t>(info.max_smem_block) && d.smem_launch >= d.smem &&
                           d.smem_launch <= static_cast<size_t>(info.max_smem_block) &&
                           mma_ctas_per_sm(info, d.warps, d.smem_launch) >=

@@ -89,11 +89,19 @@ inline int64_t decode_min_rows(int64_t M, int64_t K) {
   return M > kDecodeWideTokens && K < kDecodeWideMinK ? kDecodeWideMinRows : kDecodeMinRows;
 }
 inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : M <= 24 ? 3 : 4; }
-// Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile: at most 32 KB
-// and a whole number of stages, i.e. 64 chunks (2048 K) for 8 tokens, 32 for 16, 16 (one stage)
-// for 24 (24 KB) and 32, so that two 8-warp CTAs (32 KB + 73 KB of rings + 1 KB each) fit on an
-// SM for every token count (bench/NOTES.md "Decode kernel streaming").
-inline int decode_tile_chunks(int nt8) { return nt8 == 1 ? 64 : nt8 == 2 ? 32 : 16; }
+// Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile, a whole number
+// of stages of sc chunks (kMmaSC or kDecodeFineSC, below). Full stages: at most 32 KB, i.e. 64
+// chunks (2048 K) for 8 tokens, 32 for 16, 16 (one stage) for 24 (24 KB) and 32, so that two 8-warp
+// CTAs (32 KB + 73 KB of rings + 1 KB each) fit on an SM for every token count (bench/NOTES.md
+// "Decode kernel streaming"). Fine stages halve the rings (37 KB per 8 warps), which leaves room
+// for 64 KB: 64 chunks for 8 and 16 tokens, 32 for 24 and 32, i.e. half the token-tile rounds
+// (decode + two CTA barriers each) of 9..32 tokens. H100, session 23, same call, graph µs: 7168^2
+// M = 17 / 24 21.0 / 21.7 -> 20.6 / 20.3, 4096x7168 M = 24 16.2 -> 15.9, 4096x2048 M = 32 10.4 ->
+// 10.0; the other rows within 1% (bench/NOTES.md "Fine decode stages: 64 KB token tiles").
+inline int decode_tile_chunks(int nt8, int sc) {
+  if (sc != kMmaSC) return nt8 <= 2 ? 64 : 32;
+  return nt8 == 1 ? 64 : nt8 == 2 ? 32 : 16;
+}
 constexpr int kDecodeMaxWarps = 8;
 // Cluster split of K: up to 8 CTAs (the portable cluster size), each rank >=
 // kDecodeMinClusterStages stages and none empty; the waves of a clustered grid come from the
@@ -153,7 +161,7 @@ inline size_t decode_smem_bytes(int tile_cap, int nt8, int wt, int sc = kMmaSC) 
 }
 inline int decode_tile_cap(int nt8, int stages_per_cta, int sc = kMmaSC) {
   const int need = stages_per_cta * sc;  // the CTA's K range in whole stages
-  return need < decode_tile_chunks(nt8) ? need : decode_tile_chunks(nt8);
+  return need < decode_tile_chunks(nt8, sc) ? need : decode_tile_chunks(nt8, sc);
 }
 
 // Waves of a decode launch: `ctas` CTAs in clusters of kc, p of which fit on an SM. A cluster
