@@ -264,6 +264,8 @@ nvfp4_status_t plan_decode(const DualGemmProblem& p, const Exec& exec, gemv_deta
   if (st != NVFP4_SUCCESS) return st;
   *dl = decode_dual_launch(info, p, sm_count);
   if (dl->unsupported) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", dl->unsupported);
+  if (dl->launch.sc != kMmaSC)  // the dual instances have full stages only (decode_plan.hpp)
+    return fail(NVFP4_ERROR_INTERNAL, "sm90a decode dual gemm: planned stages of %d chunks", dl->launch.sc);
   return NVFP4_SUCCESS;
 }
 

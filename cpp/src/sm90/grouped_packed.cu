@@ -78,7 +78,8 @@ nvfp4_status_t moe_decode_route(const PackedGroupedGemmProblem& p, const Exec& e
   const nvfp4_status_t st = decode_kernel_info(exec.device, reinterpret_cast<const void*>(decode_moe_kernel(nt8)), &info);
   if (st != NVFP4_SUCCESS) return st;
   *dl = decode_moe_launch(info, p, sm_count);
-  *take = dl->unsupported == nullptr && dl->nt8 == nt8;
+  // (the MoE instances have full stages only: decode_plan.hpp; the plan never picks others)
+  *take = dl->unsupported == nullptr && dl->nt8 == nt8 && dl->launch.sc == kMmaSC;
   return NVFP4_SUCCESS;
 }
 

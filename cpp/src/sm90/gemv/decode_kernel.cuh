@@ -3,9 +3,10 @@
 // says which problems; the tiled GEMM takes the rest).
 //
 // Why: with a few tokens the work is reading the weights once. The MMA GEMV (mma_kernel.cuh)
-// streams them at 1.2-1.5x the copy SOL; this kernel keeps its copy side unchanged (each
-// warp streams 16 weight rows through its own 2-stage cp.async ring, 256 B of each row per
-// stage, the blocked scales of a 64-element K tile as one 64-byte piece) and replaces the
+// streams them at 1.2-1.5x the copy SOL; this kernel keeps its copy side (each warp streams
+// 16 weight rows through its own 2-stage cp.async ring, 256 B of each row per stage, or 128 B
+// with the dense route's fine stages, the blocked scales of a 64-element K tile as one 64-byte
+// piece) and replaces the
 // one-token math by fp16 tensor-core MMAs over up to 32 tokens (the route: decode_plan.hpp).
 //
 // The kernel is split by job: decode_mma.cuh holds the numerics, the MMA mapping, the token
@@ -298,7 +299,7 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
         for (int u = 0; u < SC / 4; ++u)
           if (4 * u < nc) decode_step<NT8, kBlocked, true, kDual, SC>(st + a_off_r, st + sf_off_r, tst, u, t, nc, acc);
       }
-      // The stage's 512-K chain into the round-to-nearest sum.
+      // The stage's chain (512 or 256 K) into the round-to-nearest sum.
 #pragma unroll
       for (int jj = 0; jj < NT8; ++jj)
 #pragma unroll
@@ -406,7 +407,8 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
 // The dense decode-regime GEMM (gemm_decode.cu). NT8 = 3 and 4 (17..24, 25..32 tokens) are held to
 // 128 registers (NT8 = 4: 124-126 used, no spills; 131 unbounded), so that two 8-warp CTAs fit on
 // an SM as for 1 and 2 groups (the shape model, decode_plan.hpp); 1 and 2 groups (77 / 106) are
-// unchanged by the bound. SC: the stage geometry (kMmaSC or kDecodeFineSC, decode_plan.hpp).
+// unchanged by the bound. SC: the stage geometry (kMmaSC or kDecodeFineSC, decode_plan.hpp); the
+// fine instances use 77-79 / 93 / 109-110 / 121-123 registers for 1..4 groups, no spills.
 template <int NT8, bool kBlocked, int SC>
 __global__ void __launch_bounds__(kDecodeMaxWarps * 32, NT8 >= 3 ? 2 : 1) gemm_decode_kernel(const DecodeArgs args) {
   decode_gemm<NT8, kBlocked, false, false, SC>(args, nullptr, nullptr, 0);

@@ -1,7 +1,8 @@
 // Host side shared by the MMA GEMV (gemv.cu) and the decode-regime kernels' launchers
 // (gemm_decode.cu, dual_gemm.cu, grouped_packed.cu): the resources of one kernel on a device,
-// which their plans (plan.hpp, decode_plan.hpp) turn into CTAs per SM (callers cache the result
-// per device: common/device_cache.hpp), and a decode plan turned into a launch.
+// which their plans (plan.hpp, decode_plan.hpp) turn into CTAs per SM (cached per device:
+// common/device_cache.hpp; by gemv.cu for the GEMV, here for the decode kernels), and a decode
+// plan turned into a launch.
 #pragma once
 
 #include <cuda_runtime_api.h>
