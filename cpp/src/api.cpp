@@ -150,10 +150,10 @@ static nvfp4_status_t build_dual(Call& c, const nvfp4_tensor_t* a, const nvfp4_t
   p.activation = activation;
   p.L = va.L; p.M = va.rows; p.N = v1.rows; p.K = va.K;
   p.a = va.op; p.b1 = v1.op; p.b2 = v2.op;
-  std::vector<int64_t> dims;
-  if (va.batched) dims.push_back(va.L);
-  dims.push_back(p.M);
-  dims.push_back(p.N);
+  OutDims dims;
+  if (va.batched) dims.push(va.L);
+  dims.push(p.M);
+  dims.push(p.N);
   TRY(out_view(c, "out", out, dims, &p.c));
   fill_out_strides(out, va.batched, true, &p.c);
   return NVFP4_SUCCESS;
@@ -409,8 +409,9 @@ nvfp4_status_t nvfp4_dequantize(const nvfp4_tensor_t* q, const nvfp4_tensor_t* s
   TRY(scalar_check(c, "global_scale", global_scale, &p.global_scale));
   p.L = v.L; p.rows = v.rows; p.K = v.K;
   p.q = v.op.data; p.q_row_stride = v.op.row_stride; p.q_batch_stride = v.op.batch_stride;
-  std::vector<int64_t> dims(q->shape, q->shape + q->ndim);
-  dims.back() = p.K;
+  OutDims dims;
+  for (int i = 0; i < q->ndim; ++i) dims.push(q->shape[i]);
+  dims.v[dims.n - 1] = p.K;
   OutOperand o;
   TRY(out_view(c, "out", out, dims, &o));
   if (out->strides[q->ndim - 1] != 1)

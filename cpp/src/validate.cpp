@@ -304,15 +304,14 @@ bool fp32_ok(nvfp4_dtype_t d) { return d == NVFP4_DTYPE_FLOAT32; }
 bool int32_ok(nvfp4_dtype_t d) { return d == NVFP4_DTYPE_INT32; }
 
 // Output of shape `dims` (batched: leading L present).
-nvfp4_status_t out_view(Call& c, const char* name, const nvfp4_tensor_t*& t, const std::vector<int64_t>& dims,
-                        OutOperand* o) {
+nvfp4_status_t out_view(Call& c, const char* name, const nvfp4_tensor_t*& t, const OutDims& dims, OutOperand* o) {
   nvfp4_status_t st = c.tensor(name, t, float_out_ok, "float16, bfloat16 or float32", /*is_output=*/true);
   if (st != NVFP4_SUCCESS) return st;
-  bool ok = t->ndim == static_cast<int>(dims.size());
-  for (size_t i = 0; ok && i < dims.size(); ++i) ok = t->shape[i] == dims[i];
+  bool ok = t->ndim == dims.n;
+  for (int i = 0; ok && i < dims.n; ++i) ok = t->shape[i] == dims.v[i];
   if (!ok) {
     string exp = "(";
-    for (size_t i = 0; i < dims.size(); ++i) exp += std::to_string(dims[i]) + (i + 1 < dims.size() ? ", " : "");
+    for (int i = 0; i < dims.n; ++i) exp += std::to_string(dims.v[i]) + (i + 1 < dims.n ? ", " : "");
     return fail(NVFP4_ERROR_INVALID_VALUE, "%s: argument '%s': expected shape %s), got %s", c.op(), name,
                 exp.c_str(), shape_str(*t).c_str());
   }
@@ -376,10 +375,10 @@ nvfp4_status_t build_gemm(Call& c, bool gemv, const nvfp4_tensor_t* a, const nvf
   p->K = va.K;
   p->a = va.op;
   p->b = vb.op;
-  std::vector<int64_t> dims;
-  if (va.batched) dims.push_back(va.L);
-  dims.push_back(p->M);
-  if (!gemv) dims.push_back(p->N);
+  OutDims dims;
+  if (va.batched) dims.push(va.L);
+  dims.push(p->M);
+  if (!gemv) dims.push(p->N);
   TRY(out_view(c, "out", out, dims, &p->c));
   fill_out_strides(out, va.batched, !gemv, &p->c);
   return NVFP4_SUCCESS;

@@ -149,9 +149,21 @@ nvfp4_status_t fp4_view(Call& c, const char* name, const nvfp4_tensor_t*& t, boo
 nvfp4_status_t scale_view(Call& c, const char* name, const nvfp4_tensor_t*& t, nvfp4_sf_layout_t layout,
                           const Fp4View& of, bool vector, ScaleOperand* s);
 
+// An expected output shape: at most NVFP4_MAX_DIMS extents, held in place (out_view runs on every
+// call: no heap allocation for it).
+struct OutDims {
+  int64_t v[NVFP4_MAX_DIMS] = {};
+  int n = 0;
+  OutDims() = default;
+  OutDims(std::initializer_list<int64_t> l) {
+    for (int64_t x : l) push(x);
+  }
+  void push(int64_t x) {
+    if (n < NVFP4_MAX_DIMS) v[n++] = x;
+  }
+};
 // Output of shape `dims` (batched: leading L present).
-nvfp4_status_t out_view(Call& c, const char* name, const nvfp4_tensor_t*& t, const std::vector<int64_t>& dims,
-                        OutOperand* o);
+nvfp4_status_t out_view(Call& c, const char* name, const nvfp4_tensor_t*& t, const OutDims& dims, OutOperand* o);
 // The output's batch / row / column strides (has_cols: a matrix, else a vector per batch).
 void fill_out_strides(const nvfp4_tensor_t* t, bool batched, bool has_cols, OutOperand* o);
 
