@@ -41,7 +41,7 @@ def _compiler():
 
 
 @pytest.mark.parametrize("test", ["gemm_plan_test", "gemm_schedule_test", "gemv_plan_test", "dual_plan_test", "grouped_plan_test",
-                                  "decode_mapping_test", "decode_moe_plan_test"])
+                                  "decode_mapping_test", "decode_moe_plan_test", "decode_launch_test"])
 def test_sm90_plan(test, tmp_path):
     cc = _compiler()
     if cc is None:
