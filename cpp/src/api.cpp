@@ -217,7 +217,8 @@ static nvfp4_status_t build_grouped(Call& c, int32_t count, const nvfp4_tensor_t
 
 static nvfp4_status_t grouped_or_query(NVFP4_GROUPED_PARAMS, size_t* query) {
   Call c("grouped_gemm");
-  std::vector<GemmProblem> groups;
+  thread_local std::vector<GemmProblem> groups;  // reused: no allocation per call once grown
+  groups.clear();
   TRY(build_grouped(c, NVFP4_GROUPED_ARGS, groups));
   if (groups.empty()) return c.check_aliasing();
   GroupedGemmProblem gp;
