@@ -129,7 +129,27 @@ class Call {
     int group;  // grouped_gemm: the operand's group, else -1
     bool is_output;
   };
-  std::vector<Operand> operands_;
+  // The call's operands: in place up to kInline (every op but a grouped call of many groups), then
+  // on the heap, so that a call allocates nothing for them.
+  class Operands {
+   public:
+    static constexpr size_t kInline = 12;
+    void push_back(const Operand& o) {
+      if (n_ < kInline) inline_[n_] = o;
+      else more_.push_back(o);
+      ++n_;
+    }
+    size_t size() const { return n_; }
+    bool empty() const { return n_ == 0; }
+    const Operand& operator[](size_t i) const { return i < kInline ? inline_[i] : more_[i - kInline]; }
+    const Operand& front() const { return inline_[0]; }
+
+   private:
+    Operand inline_[kInline] = {};
+    std::vector<Operand> more_;
+    size_t n_ = 0;
+  };
+  Operands operands_;
   std::list<nvfp4_tensor_t> empties_;  // stable addresses; no allocation while empty (std::deque allocates on construction)
 };
 
