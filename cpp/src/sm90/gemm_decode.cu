@@ -68,9 +68,7 @@ nvfp4_status_t gemm_decode(const GemmProblem& p, const Exec& exec) {
   if (st == NVFP4_SUCCESS) st = decode_info(exec.device, nt8, blocked, kDecodeFineSC, &fine);
   if (st != NVFP4_SUCCESS) return st;
   DecodeArgs args = make_decode_args(p);
-  const DecodeShape shape = choose_decode_shape(info, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count, &fine);
-  const DecodeLaunch dl = decode_launch(shape.sc == kMmaSC ? info : fine, shape, nt8, args.nchunks,
-                                        args.tasks_per_batch, p.L, sm_count);
+  const DecodeLaunch dl = decode_plan_launch(info, &fine, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count);
   if (dl.unsupported) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", dl.unsupported);
   const LaunchShape ls = decode_launch_shape(dl, &args);
   return launch(decode_kernel(nt8, blocked, dl.sc), ls, cuda_stream(exec), args);

@@ -91,12 +91,11 @@ inline DecodeDualArgs make_decode_dual_args(const DualGemmProblem& p) {
   return r;
 }
 
-// Launch of the dual route: the dense kernel's model (choose_decode_shape, decode_launch) on
-// its 16 tasks per 128 output columns, i.e. the dense problem of 2 N weight rows.
+// Launch of the dual route: the dense kernel's model (decode_plan_launch, full stages) on its 16
+// tasks per 128 output columns, i.e. the dense problem of 2 N weight rows.
 struct DecodeDualLaunch {
   const char* unsupported = nullptr;
   int nt8 = 0;
-  DecodeShape shape;
   DecodeLaunch launch;
 };
 inline DecodeDualLaunch decode_dual_launch(const MmaKernelInfo& info, const DualGemmProblem& p, int sm_count) {
@@ -108,8 +107,7 @@ inline DecodeDualLaunch decode_dual_launch(const MmaKernelInfo& info, const Dual
   r.nt8 = decode_nt8(p.M);
   const int nchunks = static_cast<int>(p.K / 32);
   const int64_t tasks = decode_dual_tasks(p.N);
-  r.shape = choose_decode_shape(info, r.nt8, nchunks, tasks, p.L, sm_count);
-  r.launch = decode_launch(info, r.shape, r.nt8, nchunks, tasks, p.L, sm_count);
+  r.launch = decode_plan_launch(info, nullptr, r.nt8, nchunks, tasks, p.L, sm_count);
   r.unsupported = r.launch.unsupported;
   return r;
 }

@@ -116,14 +116,13 @@ inline DecodeMoeArgs make_decode_moe_args(const PackedGroupedGemmProblem& p) {
 }
 
 // Launch of the MoE route: token groups, slots, and the dense kernel's shape model
-// (choose_decode_shape, decode_launch) with the slots as the batch. Most slots are live on the
+// (decode_plan_launch, full stages) with the slots as the batch. Most slots are live on the
 // target tables (top-8 of 1 token over 64 experts: 8 slots, 8 live), so the model sees about the
 // grid that streams; the even-spread cap applies as for the dense kernel.
 struct DecodeMoeLaunch {
   const char* unsupported = nullptr;
   int nt8 = 0;
   int64_t slots = 0;
-  DecodeShape shape;
   DecodeLaunch launch;
 };
 inline DecodeMoeLaunch decode_moe_launch(const MmaKernelInfo& info, const PackedGroupedGemmProblem& p, int sm_count) {
@@ -136,8 +135,7 @@ inline DecodeMoeLaunch decode_moe_launch(const MmaKernelInfo& info, const Packed
   r.slots = decode_moe_slots(p.total_M, p.G, r.nt8);
   const int nchunks = static_cast<int>(p.K / 32);
   const int64_t tasks = (p.N + 127) / 128 * 8;
-  r.shape = choose_decode_shape(info, r.nt8, nchunks, tasks, r.slots, sm_count);
-  r.launch = decode_launch(info, r.shape, r.nt8, nchunks, tasks, r.slots, sm_count);
+  r.launch = decode_plan_launch(info, nullptr, r.nt8, nchunks, tasks, r.slots, sm_count);
   r.unsupported = r.launch.unsupported;
   return r;
 }

@@ -297,6 +297,14 @@ inline DecodeLaunch decode_launch(const MmaKernelInfo& info, DecodeShape shape, 
   r.smem_launch = w.spread ? even_spread_smem(info, r.warps, r.smem, r.ctas, sm_count) : r.smem;
   return r;
 }
+// The shape model's pick (choose_decode_shape) and its launch (decode_launch), as every decode
+// route plans: info is the full-stage instance's resources, fine the fine-stage one's (the dense
+// route) or null (full stages only: the dual and MoE routes).
+inline DecodeLaunch decode_plan_launch(const MmaKernelInfo& info, const MmaKernelInfo* fine, int nt8, int nchunks,
+                                       int64_t tasks_per_batch, int64_t L, int sm_count) {
+  const DecodeShape s = choose_decode_shape(info, nt8, nchunks, tasks_per_batch, L, sm_count, fine);
+  return decode_launch(s.sc == kMmaSC ? info : *fine, s, nt8, nchunks, tasks_per_batch, L, sm_count);
+}
 
 // Kernel parameters from the problem (decode_launch fills in the shape-dependent fields).
 inline DecodeArgs make_decode_args(const GemmProblem& p) {
