@@ -6,8 +6,8 @@
 // streams them at 1.2-1.5x the copy SOL; this kernel keeps its copy side (each warp streams
 // 16 weight rows through its own 2-stage cp.async ring, 256 B of each row per stage, or 128 B
 // with the dense route's fine stages, the blocked scales of a 64-element K tile as one 64-byte
-// piece) and replaces the
-// one-token math by fp16 tensor-core MMAs over up to 32 tokens (the route: decode_plan.hpp).
+// piece) and replaces the one-token math by fp16 tensor-core MMAs over up to 32 tokens (the
+// route: decode_plan.hpp).
 //
 // The kernel is split by job: decode_mma.cuh holds the numerics, the MMA mapping, the token
 // tile and one MMA step; decode_moe.cuh the packed MoE route's chunk scan and row store;

@@ -5,9 +5,9 @@
 // decoded to e2m1 * 2^-14 in fp16 and multiplied by its block scale (HMUL2, exact:
 // fp4_decode.cuh); every token element the same way, once per CTA, into shared memory.
 // mma.sync m16n8k16 (fp16 in, fp32 accumulate) then multiplies exact products; the chain of
-// one ring stage (512 K, or 256 K in fine stages) is added into a round-to-nearest fp32 sum (the wgmma GEMM restarts
-// its chains every 512 K for the same reason: Hopper's tensor-core accumulation is not
-// round-to-nearest). c = sum * 2^28 * alpha. Why fp16 and not the GEMV's exact int8 partials
+// one ring stage (512 K, or 256 K in fine stages) is added into a round-to-nearest fp32 sum
+// (the wgmma GEMM restarts its chains every 512 K for the same reason: Hopper's tensor-core
+// accumulation is not round-to-nearest). c = sum * 2^28 * alpha. Why fp16 and not the GEMV's exact int8 partials
 // per scale block: those need one fp32 scaling per (row, token, block), 4 x 12 instructions
 // per MMA, 2.4x the issue of this kernel at 16 tokens and more than the weights' bytes allow
 // at 32; here the scale work is per weight element and does not grow with M.
