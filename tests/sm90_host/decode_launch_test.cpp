@@ -8,7 +8,8 @@
 // once, every stage lies inside its token tile, every rank gets stages, the ring slot issued for a
 // stage is the one read. Plus the memory invariants (shared memory within the block and SM limits,
 // the cluster partials inside the rings they reuse) and direct decode_launch calls over every
-// (sc, wt, kc) shape. Prints "N passed, N failed".
+// (sc, wt, kc) shape; and the dense launcher's plan memo (decode_plan_memo) against the direct
+// plan. Prints "N passed, N failed".
 #include <stdint.h>
 #include <stdio.h>
 
@@ -90,6 +91,78 @@ static bool walk_k(const DecodeLaunch& d, int nchunks, int nt8, const char* what
   return true;
 }
 
+static bool same_launch(const DecodeLaunch& a, const DecodeLaunch& b) {
+  return a.unsupported == b.unsupported && a.nt8 == b.nt8 && a.kc == b.kc && a.sc == b.sc &&
+         a.stages_per_cta == b.stages_per_cta && a.tile_cap == b.tile_cap && a.warps == b.warps &&
+         a.groups_per_batch == b.groups_per_batch && a.ctas == b.ctas && a.smem == b.smem &&
+         a.smem_launch == b.smem_launch;
+}
+
+// decode_plan_memo (the dense launcher's per-thread plan memory): a pseudo-random stream of
+// problems over more distinct keys than the memo holds, every answer the direct plan's, the plan
+// run exactly on the misses (a hit only for a key among the last kDecodePlanMemo remembered);
+// a failed plan and an unlaunchable one are not remembered.
+static void check_plan_memo(const DeviceModel& dev, const int* full_regs, const int* fine_regs) {
+  static int kernels[5];  // stand-ins for the instances' addresses
+  uint32_t x = 12345;
+  auto rnd = [&x](uint32_t n) { x = x * 1664525u + 1013904223u; return (x >> 8) % n; };
+  std::vector<DecodePlanKey> recent;  // the memo's expected content, oldest first
+  long hits = 0, misses = 0;
+  char what[160];
+  for (int it = 0; it < 20000; ++it) {
+    DecodePlanKey key;
+    key.device = static_cast<int>(rnd(2));
+    key.nt8 = 1 + static_cast<int>(rnd(4));
+    key.kernel = &kernels[key.nt8];
+    key.nchunks = 32 * (1 + static_cast<int>(rnd(3)));  // K 1024, 2048, 3072
+    key.sm_count = dev.sms;
+    key.tasks_per_batch = 8 * (32 + 24 * static_cast<int64_t>(rnd(2)));  // N 4096, 7168
+    key.L = 1 + rnd(2);
+    const MmaKernelInfo full = model_info(dev, full_regs[key.nt8]), fine = model_info(dev, fine_regs[key.nt8]);
+    const DecodeLaunch want =
+        decode_plan_launch(full, &fine, key.nt8, key.nchunks, key.tasks_per_batch, key.L, key.sm_count);
+    bool planned = false;
+    DecodeLaunch got;
+    const bool ok = decode_plan_memo(key, &got, [&](DecodeLaunch* out) {
+      planned = true;
+      *out = decode_plan_launch(full, &fine, key.nt8, key.nchunks, key.tasks_per_batch, key.L, key.sm_count);
+      return true;
+    });
+    const bool expect_hit = std::find(recent.begin(), recent.end(), key) != recent.end();
+    snprintf(what, sizeof what, "memo step %d: dev %d nt8 %d chunks %d tasks %lld L %lld", it, key.device, key.nt8,
+             key.nchunks, static_cast<long long>(key.tasks_per_batch), static_cast<long long>(key.L));
+    CHECK(ok && same_launch(got, want) && planned == !expect_hit, "%s: planned %d expected hit %d", what, planned,
+          expect_hit);
+    if (planned) {
+      ++misses;
+      recent.push_back(key);
+      if (recent.size() > static_cast<size_t>(kDecodePlanMemo)) recent.erase(recent.begin());
+    } else {
+      ++hits;
+    }
+  }
+  CHECK(hits > 1000 && misses > 1000, "memo stream: %ld hits, %ld misses", hits, misses);
+  // a failed plan is not remembered, and the next call for the key plans again
+  DecodePlanKey key;
+  key.device = 7;
+  key.kernel = &kernels[1];
+  key.nt8 = 1;
+  key.nchunks = 64;
+  key.sm_count = dev.sms;
+  key.tasks_per_batch = 448;
+  key.L = 1;
+  DecodeLaunch got;
+  int calls = 0;
+  CHECK(!decode_plan_memo(key, &got, [&](DecodeLaunch*) { ++calls; return false; }), "failed plan reported");
+  CHECK(decode_plan_memo(key, &got, [&](DecodeLaunch* out) { ++calls; *out = DecodeLaunch{}; out->unsupported = "x"; return true; }) &&
+            got.unsupported != nullptr, "unlaunchable plan returned");
+  CHECK(decode_plan_memo(key, &got, [&](DecodeLaunch* out) { ++calls; *out = DecodeLaunch{}; return true; }) &&
+            got.unsupported == nullptr && calls == 3, "neither remembered: %d plans", calls);
+  CHECK(decode_plan_memo(key, &got, [&](DecodeLaunch*) { ++calls; return false; }) && calls == 3,
+        "a launchable plan is remembered");
+  printf("plan memo: %ld hits, %ld misses\n", hits, misses);
+}
+
 int main() {
   const DeviceModel devices[] = {
       {"H100", 132, 233472, 232448, 0, 1.0},
@@ -168,5 +241,6 @@ int main() {
     }
   printf("%ld planned launches (%ld in fine stages)\n", planned, fine_planned);
   CHECK(fine_planned > 0 && fine_planned < planned, "both geometries planned somewhere");
+  check_plan_memo(devices[0], full_regs, fine_regs);
   return check_summary();
 }

@@ -63,12 +63,26 @@ nvfp4_status_t gemm_decode(const GemmProblem& p, const Exec& exec) {
   if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
   const int nt8 = decode_nt8(p.M);
   const bool blocked = p.sfb.layout == NVFP4_SF_BLOCKED;
-  MmaKernelInfo info, fine;  // the full- and fine-stage instances (decode_plan.hpp)
-  nvfp4_status_t st = decode_info(exec.device, nt8, blocked, kMmaSC, &info);
-  if (st == NVFP4_SUCCESS) st = decode_info(exec.device, nt8, blocked, kDecodeFineSC, &fine);
-  if (st != NVFP4_SUCCESS) return st;
   DecodeArgs args = make_decode_args(p);
-  const DecodeLaunch dl = decode_plan_launch(info, &fine, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count);
+  DecodePlanKey key;
+  key.device = exec.device;
+  key.kernel = reinterpret_cast<const void*>(decode_kernel(nt8, blocked, kMmaSC));
+  key.nt8 = nt8;
+  key.nchunks = args.nchunks;
+  key.sm_count = sm_count;
+  key.tasks_per_batch = args.tasks_per_batch;
+  key.L = p.L;
+  nvfp4_status_t st = NVFP4_SUCCESS;
+  DecodeLaunch dl;
+  decode_plan_memo(key, &dl, [&](DecodeLaunch* out) {
+    MmaKernelInfo info, fine;  // the full- and fine-stage instances (decode_plan.hpp)
+    st = decode_info(exec.device, nt8, blocked, kMmaSC, &info);
+    if (st == NVFP4_SUCCESS) st = decode_info(exec.device, nt8, blocked, kDecodeFineSC, &fine);
+    if (st != NVFP4_SUCCESS) return false;
+    *out = decode_plan_launch(info, &fine, nt8, args.nchunks, args.tasks_per_batch, p.L, sm_count);
+    return true;
+  });
+  if (st != NVFP4_SUCCESS) return st;
   if (dl.unsupported) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", dl.unsupported);
   const LaunchShape ls = decode_launch_shape(dl, &args);
   return launch(decode_kernel(nt8, blocked, dl.sc), ls, cuda_stream(exec), args);

@@ -306,6 +306,52 @@ inline DecodeLaunch decode_plan_launch(const MmaKernelInfo& info, const MmaKerne
   return decode_launch(s.sc == kMmaSC ? info : *fine, s, nt8, nchunks, tasks_per_batch, L, sm_count);
 }
 
+// A thread's last kDecodePlanMemo plans of the dense route, so that a repeated problem skips the
+// model: choose_decode_shape weighs up to 2 x 56 launch shapes, ~0.8 µs of host CPU per call (2-core
+// CI host, -O3), on the eager path of every call. The key is everything the plan reads: the device
+// and the full-stage kernel stand for the two instances' resources (kernel_info.hpp's per-device
+// table: fixed once queried), the rest are decode_plan_launch's arguments. Empty slots hold device
+// -1 and match nothing.
+struct DecodePlanKey {
+  int device = -1;
+  const void* kernel = nullptr;
+  int nt8 = 0, nchunks = 0, sm_count = 0;
+  int64_t tasks_per_batch = 0, L = 0;
+  bool operator==(const DecodePlanKey& o) const {
+    return device == o.device && kernel == o.kernel && nt8 == o.nt8 && nchunks == o.nchunks &&
+           sm_count == o.sm_count && tasks_per_batch == o.tasks_per_batch && L == o.L;
+  }
+};
+constexpr int kDecodePlanMemo = 8;
+struct DecodePlanMemo {
+  DecodePlanKey keys[kDecodePlanMemo];
+  DecodeLaunch plans[kDecodePlanMemo];
+  int next = 0;
+};
+// The calling thread's memo (one per thread, not per instantiation of decode_plan_memo below).
+inline DecodePlanMemo& decode_plan_memo_table() {
+  thread_local DecodePlanMemo memo;
+  return memo;
+}
+// plan(DecodeLaunch*) -> bool: the plan on a miss (false: failed, not remembered; nor is a plan
+// that cannot launch). Returns plan's verdict, or true on a hit.
+template <class Plan>
+inline bool decode_plan_memo(const DecodePlanKey& key, DecodeLaunch* out, Plan&& plan) {
+  DecodePlanMemo& m = decode_plan_memo_table();
+  for (int i = 0; i < kDecodePlanMemo; ++i)
+    if (m.keys[i] == key) {
+      *out = m.plans[i];
+      return true;
+    }
+  if (!plan(out)) return false;
+  if (out->unsupported == nullptr) {
+    m.keys[m.next] = key;
+    m.plans[m.next] = *out;
+    m.next = m.next + 1 == kDecodePlanMemo ? 0 : m.next + 1;
+  }
+  return true;
+}
+
 // Kernel parameters from the problem (decode_launch fills in the shape-dependent fields).
 inline DecodeArgs make_decode_args(const GemmProblem& p) {
   DecodeArgs a{};
