@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "../host_check.hpp"
+#include "decode_launch_equal.hpp"
 #include "h100_clusters.hpp"
 #include "sm90/gemv/decode_plan.hpp"
 
@@ -91,13 +92,6 @@ static bool walk_k(const DecodeLaunch& d, int nchunks, int nt8, const char* what
   return true;
 }
 
-static bool same_launch(const DecodeLaunch& a, const DecodeLaunch& b) {
-  return a.unsupported == b.unsupported && a.nt8 == b.nt8 && a.kc == b.kc && a.sc == b.sc &&
-         a.stages_per_cta == b.stages_per_cta && a.tile_cap == b.tile_cap && a.warps == b.warps &&
-         a.groups_per_batch == b.groups_per_batch && a.ctas == b.ctas && a.smem == b.smem &&
-         a.smem_launch == b.smem_launch;
-}
-
 // decode_plan_memo (the dense launcher's per-thread plan memory): a pseudo-random stream of
 // problems over more distinct keys than the memo holds, every answer the direct plan's, the plan
 // run exactly on the misses (a hit only for a key among the last kDecodePlanMemo remembered);
@@ -131,7 +125,7 @@ static void check_plan_memo(const DeviceModel& dev, const int* full_regs, const 
     const bool expect_hit = std::find(recent.begin(), recent.end(), key) != recent.end();
     snprintf(what, sizeof what, "memo step %d: dev %d nt8 %d chunks %d tasks %lld L %lld", it, key.device, key.nt8,
              key.nchunks, static_cast<long long>(key.tasks_per_batch), static_cast<long long>(key.L));
-    CHECK(ok && same_launch(got, want) && planned == !expect_hit, "%s: planned %d expected hit %d", what, planned,
+    CHECK(ok && decode_launch_equal(got, want) && planned == !expect_hit, "%s: planned %d expected hit %d", what, planned,
           expect_hit);
     if (planned) {
       ++misses;

@@ -15,6 +15,7 @@
 #include "sm90/packed_plan.hpp"
 
 #include "../host_check.hpp"
+#include "decode_launch_equal.hpp"
 #include "h100_clusters.hpp"
 
 using namespace nvfp4;
@@ -268,6 +269,9 @@ static void test_launch() {
           const int nt8 = decode_moe_nt8(T, G);
           const MmaKernelInfo info = moe_info(nt8);
           const DecodeMoeLaunch d = decode_moe_launch(info, p, kSms);
+          static int kernels[5];  // stand-ins for the instances' addresses (the plan memo's key)
+          for (int twice = 0; twice < 2; ++twice)  // the second call a memo hit: the same launch
+            if (!decode_launch_equal(decode_moe_launch(info, p, kSms, 0, &kernels[nt8]).launch, d.launch)) ++bad;
           const int64_t tasks = (N + 127) / 128 * 8;
           const int n_stages = static_cast<int>((K / 32 + kMmaSC - 1) / kMmaSC);
           const DecodeLaunch& l = d.launch;

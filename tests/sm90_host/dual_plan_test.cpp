@@ -36,6 +36,7 @@ using namespace nvfp4;
 using namespace nvfp4::sm90;
 
 #include "../host_check.hpp"
+#include "decode_launch_equal.hpp"
 #include "h100_clusters.hpp"
 
 static const uint8_t* addr(uintptr_t a) { return reinterpret_cast<const uint8_t*>(a); }
@@ -433,6 +434,11 @@ static void test_decode_route() {
         for (int64_t L : {1LL, 3LL}) {
           const DualGemmProblem p = dense(nt8 == 1 ? 5 : 13, N, K, L, NVFP4_SF_BLOCKED);
           const DecodeDualLaunch d = decode_dual_launch(dual_decode_info(nt8), p, 132);
+          static int kernels[3];  // stand-ins for the instances' addresses (the plan memo's key)
+          for (int twice = 0; twice < 2; ++twice)  // the second call a memo hit: the same launch
+            CHECK(decode_launch_equal(decode_dual_launch(dual_decode_info(nt8), p, 132, 0, &kernels[nt8]).launch,
+                                      d.launch),
+                  "dual memo nt8 %d %lldx%lldx%lld", nt8, (long long)N, (long long)K, (long long)L);
           const int64_t tasks = decode_dual_tasks(N);
           const int n_stages = static_cast<int>((K / 32 + kMmaSC - 1) / kMmaSC);
           const bool ok = d.unsupported == nullptr && d.launch.groups_per_batch * d.launch.warps >= tasks &&

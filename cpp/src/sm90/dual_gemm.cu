@@ -259,10 +259,11 @@ nvfp4_status_t plan_decode(const DualGemmProblem& p, const Exec& exec, gemv_deta
   int sm_count = exec.sm_count;
   if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
   const int nt8 = decode_nt8(p.M);
+  const bool blocked = p.sfb1.layout == NVFP4_SF_BLOCKED;
   MmaKernelInfo info;
-  const nvfp4_status_t st = dual_decode_info(exec.device, nt8, p.sfb1.layout == NVFP4_SF_BLOCKED, &info);
+  const nvfp4_status_t st = dual_decode_info(exec.device, nt8, blocked, &info);
   if (st != NVFP4_SUCCESS) return st;
-  *dl = decode_dual_launch(info, p, sm_count);
+  *dl = decode_dual_launch(info, p, sm_count, exec.device, reinterpret_cast<const void*>(dual_decode_kernel(nt8, blocked)));
   if (dl->unsupported) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", dl->unsupported);
   if (dl->launch.sc != kMmaSC)  // the dual instances have full stages only (decode_plan.hpp)
     return fail(NVFP4_ERROR_INTERNAL, "sm90a decode dual gemm: planned stages of %d chunks", dl->launch.sc);

@@ -75,9 +75,10 @@ nvfp4_status_t moe_decode_route(const PackedGroupedGemmProblem& p, const Exec& e
   if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
   const int nt8 = decode_moe_nt8(p.total_M, p.G);
   MmaKernelInfo info;  // (kernel_info.hpp: queried once per device and instance)
-  const nvfp4_status_t st = decode_kernel_info(exec.device, reinterpret_cast<const void*>(decode_moe_kernel(nt8)), &info);
+  const void* kernel = reinterpret_cast<const void*>(decode_moe_kernel(nt8));
+  const nvfp4_status_t st = decode_kernel_info(exec.device, kernel, &info);
   if (st != NVFP4_SUCCESS) return st;
-  *dl = decode_moe_launch(info, p, sm_count);
+  *dl = decode_moe_launch(info, p, sm_count, exec.device, kernel);
   // (the MoE instances have full stages only: decode_plan.hpp; the plan never picks others)
   *take = dl->unsupported == nullptr && dl->nt8 == nt8 && dl->launch.sc == kMmaSC;
   return NVFP4_SUCCESS;

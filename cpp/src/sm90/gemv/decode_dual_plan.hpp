@@ -98,7 +98,9 @@ struct DecodeDualLaunch {
   int nt8 = 0;
   DecodeLaunch launch;
 };
-inline DecodeDualLaunch decode_dual_launch(const MmaKernelInfo& info, const DualGemmProblem& p, int sm_count) {
+// device, kernel: the instance info describes, for the plan memo (decode_plan_launch_memo; -1: none).
+inline DecodeDualLaunch decode_dual_launch(const MmaKernelInfo& info, const DualGemmProblem& p, int sm_count,
+                                           int device = -1, const void* kernel = nullptr) {
   DecodeDualLaunch r;
   if (const char* why = decode_dual_unsupported(p)) {
     r.unsupported = why;
@@ -107,7 +109,7 @@ inline DecodeDualLaunch decode_dual_launch(const MmaKernelInfo& info, const Dual
   r.nt8 = decode_nt8(p.M);
   const int nchunks = static_cast<int>(p.K / 32);
   const int64_t tasks = decode_dual_tasks(p.N);
-  r.launch = decode_plan_launch(info, nullptr, r.nt8, nchunks, tasks, p.L, sm_count);
+  r.launch = decode_plan_launch_memo(device, kernel, info, nullptr, r.nt8, nchunks, tasks, p.L, sm_count);
   r.unsupported = r.launch.unsupported;
   return r;
 }

@@ -125,7 +125,9 @@ struct DecodeMoeLaunch {
   int64_t slots = 0;
   DecodeLaunch launch;
 };
-inline DecodeMoeLaunch decode_moe_launch(const MmaKernelInfo& info, const PackedGroupedGemmProblem& p, int sm_count) {
+// device, kernel: the instance info describes, for the plan memo (decode_plan_launch_memo; -1: none).
+inline DecodeMoeLaunch decode_moe_launch(const MmaKernelInfo& info, const PackedGroupedGemmProblem& p, int sm_count,
+                                         int device = -1, const void* kernel = nullptr) {
   DecodeMoeLaunch r;
   if (const char* why = decode_moe_unsupported(p)) {
     r.unsupported = why;
@@ -135,7 +137,7 @@ inline DecodeMoeLaunch decode_moe_launch(const MmaKernelInfo& info, const Packed
   r.slots = decode_moe_slots(p.total_M, p.G, r.nt8);
   const int nchunks = static_cast<int>(p.K / 32);
   const int64_t tasks = (p.N + 127) / 128 * 8;
-  r.launch = decode_plan_launch(info, nullptr, r.nt8, nchunks, tasks, r.slots, sm_count);
+  r.launch = decode_plan_launch_memo(device, kernel, info, nullptr, r.nt8, nchunks, tasks, r.slots, sm_count);
   r.unsupported = r.launch.unsupported;
   return r;
 }

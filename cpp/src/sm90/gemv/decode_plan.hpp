@@ -352,6 +352,33 @@ inline bool decode_plan_memo(const DecodePlanKey& key, DecodeLaunch* out, Plan&&
   return true;
 }
 
+// decode_plan_launch through the memo, for a launcher that holds its instances' resources: device
+// and kernel (the full-stage instance) must be the ones info and fine describe; device < 0 plans
+// directly (the host plan tests).
+inline DecodeLaunch decode_plan_launch_memo(int device, const void* kernel, const MmaKernelInfo& info,
+                                            const MmaKernelInfo* fine, int nt8, int nchunks, int64_t tasks_per_batch,
+                                            int64_t L, int sm_count) {
+  auto plan = [&](DecodeLaunch* out) {
+    *out = decode_plan_launch(info, fine, nt8, nchunks, tasks_per_batch, L, sm_count);
+    return true;
+  };
+  DecodeLaunch r;
+  if (device < 0) {
+    plan(&r);
+    return r;
+  }
+  DecodePlanKey key;
+  key.device = device;
+  key.kernel = kernel;
+  key.nt8 = nt8;
+  key.nchunks = nchunks;
+  key.sm_count = sm_count;
+  key.tasks_per_batch = tasks_per_batch;
+  key.L = L;
+  decode_plan_memo(key, &r, plan);
+  return r;
+}
+
 // Kernel parameters from the problem (decode_launch fills in the shape-dependent fields).
 inline DecodeArgs make_decode_args(const GemmProblem& p) {
   DecodeArgs a{};
