@@ -16,7 +16,7 @@ b() {
   grep -E "^gemm" $OUT/b_$1.txt | grep -E "nvfp4  |cuBLAS bf16" | awk -v t=$1 '{print "["t"]", $1, $2, $3, $4, $5, $6, $7, $8, $12}' | cut -c1-110
 }
 build head; b head
-git apply .scratch/next25/small_tile.patch .scratch/next25/small_tile_tests.patch || exit 1
+git apply .scratch/next25/small_tile.patch && git apply .scratch/next25/small_tile_tests.patch || exit 1
 build small; b small
 timeout 300 python3 -m pytest -q -m gpu -p no:cacheprovider tests/test_gpu_gemm.py > $OUT/tests_small.log 2>&1
 echo "small gemm tests rc $? t=$(el)"; tail -1 $OUT/tests_small.log; grep -E "^FAILED" $OUT/tests_small.log | head -8
@@ -24,6 +24,6 @@ for tool in memcheck racecheck; do
   timeout 150 compute-sanitizer --tool $tool python3 tools/sanitize_smoke.py > $OUT/san_$tool.log 2>&1
   echo "$tool rc $? t=$(el)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error|FAIL" $OUT/san_$tool.log | tail -3
 done
-git apply -R .scratch/next25/small_tile.patch .scratch/next25/small_tile_tests.patch
+git apply -R .scratch/next25/small_tile_tests.patch && git apply -R .scratch/next25/small_tile.patch
 [ $(el) -lt 480 ] && { build head2; b head2; }
 echo "t=$(el)"

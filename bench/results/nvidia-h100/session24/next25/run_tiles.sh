@@ -4,7 +4,9 @@
 # tests / smoke / docs). Call 1 of 2 (performance): HEAD, then tiny-tile with the routes as planned (33..64
 # tokens -> the 64 tile; the decode kernel keeps 2..32 on >= 4096 rows), then tiny-tile with the decode route
 # capped by the scratch hook route_env.patch (NVFP4_DECODE_MAX=1: 3..32 tokens -> the 32 tile) to compare the
-# tiled 32 against the decode kernel on the rows. Graph + eager, cuBLAS bf16 beside. ~6 min.
+# tiled 32 against the decode kernel on the rows; last four shapes where plan_gemm's small-tile
+# fallback decides (NVFP4_NO_SMALL_FALLBACK=1 keeps the lone-CTA small plan). Graph + eager, cuBLAS bf16
+# beside. ~7 min.
 #   run(command="bash .scratch/next25/run_tiles.sh", carry=[".scratch/next25", "extern/cutlass"], kind="nvidia-h100-x1")
 # Then run_tiles_validate.sh (tests, sanitizers) on the same machine.
 set -u
@@ -20,8 +22,12 @@ b() {
   grep -E "^gemm" $OUT/b_$1.txt | grep -E "nvfp4  |cuBLAS bf16" | awk -v t=$1 '{print "["t"]", $2, $3, $4, $5, $6, $7, $8, $12}' | cut -c1-100
 }
 build head; b head
-git apply .scratch/next25/tiny_tile.patch .scratch/next25/tiny_tile_tests.patch .scratch/next25/route_env.patch || exit 1
+N=.scratch/next25
+git apply $N/tiny_tile.patch && git apply $N/tiny_tile_tests.patch && git apply $N/route_env.patch || exit 1
 build tiles; b tiles
 NVFP4_DECODE_MAX=1 b tiled32
-git apply -R .scratch/next25/tiny_tile.patch .scratch/next25/tiny_tile_tests.patch .scratch/next25/route_env.patch
+# the lone-CTA small plan against the 128-token stream-K fallback (kSmallTileMaxBlockRatio, unmeasured)
+SH=gemm:8500x64x4096,gemm:8500x33x7168,gemm:64x7168x14336,gemm:8500x64x2048
+b fallback; NVFP4_NO_SMALL_FALLBACK=1 b lone
+git apply -R $N/route_env.patch && git apply -R $N/tiny_tile_tests.patch && git apply -R $N/tiny_tile.patch
 echo "t=$(el)"

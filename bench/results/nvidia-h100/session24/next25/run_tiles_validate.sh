@@ -6,7 +6,7 @@
 set -u
 export OUT=${OUT:-/tmp/out} PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=16 NVFP4_CUDA_ARCHS=90a
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-git apply .scratch/next25/tiny_tile.patch .scratch/next25/tiny_tile_tests.patch || exit 1
+git apply .scratch/next25/tiny_tile.patch && git apply .scratch/next25/tiny_tile_tests.patch || exit 1
 touch cpp/src/sm90/gemm.cu
 python3 -m pip install --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1 || { tail $OUT/build.log; exit 1; }
 echo "built t=$(el)"
@@ -16,5 +16,5 @@ for tool in memcheck racecheck; do
   timeout 120 compute-sanitizer --tool $tool --error-exitcode 9 python3 tools/sanitize_smoke.py > $OUT/san_$tool.log 2>&1
   echo "$tool rc $? t=$(el)"; grep -E "ERROR SUMMARY|RACECHECK SUMMARY|Error" $OUT/san_$tool.log | tail -3
 done
-git apply -R .scratch/next25/tiny_tile.patch .scratch/next25/tiny_tile_tests.patch
+git apply -R .scratch/next25/tiny_tile_tests.patch && git apply -R .scratch/next25/tiny_tile.patch
 echo "t=$(el)"
