@@ -6,7 +6,7 @@
 # capped by the scratch hook route_env.patch (NVFP4_DECODE_MAX=1: 3..32 tokens -> the 32 tile) to compare the
 # tiled 32 against the decode kernel on the rows; last four shapes where plan_gemm's small-tile
 # fallback decides (NVFP4_NO_SMALL_FALLBACK=1 keeps the lone-CTA small plan). Graph + eager, cuBLAS bf16
-# beside. ~7 min.
+# beside; 65..128 tokens as one 128-token tile or two 64-token tiles (NVFP4_SMALL_MAX=128). ~8 min.
 #   run(command="bash .scratch/next25/run_tiles.sh", carry=[".scratch/next25", "extern/cutlass"], kind="nvidia-h100-x1")
 # Then run_tiles_validate.sh (tests, sanitizers) on the same machine.
 set -u
@@ -26,6 +26,10 @@ N=.scratch/next25
 git apply $N/tiny_tile.patch && git apply $N/tiny_tile_tests.patch && git apply $N/route_env.patch || exit 1
 build tiles; b tiles
 NVFP4_DECODE_MAX=1 b tiled32
+# 65..128 tokens: the 128-token tile (default) against two 64-token tiles (NVFP4_SMALL_MAX=128: the weights
+# read twice, each block memory-bound) -- the small tile otherwise leaves a 64 -> 65 step
+SH=gemm:65x7168x7168,gemm:96x7168x7168,gemm:128x7168x7168,gemm:96x4096x14336,gemm:96x14336x4096
+b t128; NVFP4_SMALL_MAX=128 b two64
 # the lone-CTA small plan against the 128-token stream-K fallback (kSmallTileMaxBlockRatio, unmeasured)
 SH=gemm:8500x64x4096,gemm:8500x33x7168,gemm:64x7168x14336,gemm:8500x64x2048
 b fallback; NVFP4_NO_SMALL_FALLBACK=1 b lone
