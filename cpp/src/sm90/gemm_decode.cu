@@ -64,14 +64,8 @@ nvfp4_status_t gemm_decode(const GemmProblem& p, const Exec& exec) {
   const int nt8 = decode_nt8(p.M);
   const bool blocked = p.sfb.layout == NVFP4_SF_BLOCKED;
   DecodeArgs args = make_decode_args(p);
-  DecodePlanKey key;
-  key.device = exec.device;
-  key.kernel = reinterpret_cast<const void*>(decode_kernel(nt8, blocked, kMmaSC));
-  key.nt8 = nt8;
-  key.nchunks = args.nchunks;
-  key.sm_count = sm_count;
-  key.tasks_per_batch = args.tasks_per_batch;
-  key.L = p.L;
+  const void* full = reinterpret_cast<const void*>(decode_kernel(nt8, blocked, kMmaSC));
+  const DecodePlanKey key = decode_plan_key(exec.device, full, nt8, args.nchunks, sm_count, args.tasks_per_batch, p.L);
   nvfp4_status_t st = NVFP4_SUCCESS;
   DecodeLaunch dl;
   decode_plan_memo(key, &dl, [&](DecodeLaunch* out) {

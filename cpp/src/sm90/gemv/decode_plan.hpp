@@ -322,6 +322,18 @@ struct DecodePlanKey {
            sm_count == o.sm_count && tasks_per_batch == o.tasks_per_batch && L == o.L;
   }
 };
+inline DecodePlanKey decode_plan_key(int device, const void* kernel, int nt8, int nchunks, int sm_count,
+                                     int64_t tasks_per_batch, int64_t L) {
+  DecodePlanKey k;
+  k.device = device;
+  k.kernel = kernel;
+  k.nt8 = nt8;
+  k.nchunks = nchunks;
+  k.sm_count = sm_count;
+  k.tasks_per_batch = tasks_per_batch;
+  k.L = L;
+  return k;
+}
 constexpr int kDecodePlanMemo = 8;
 struct DecodePlanMemo {
   DecodePlanKey keys[kDecodePlanMemo];
@@ -367,15 +379,7 @@ inline DecodeLaunch decode_plan_launch_memo(int device, const void* kernel, cons
     plan(&r);
     return r;
   }
-  DecodePlanKey key;
-  key.device = device;
-  key.kernel = kernel;
-  key.nt8 = nt8;
-  key.nchunks = nchunks;
-  key.sm_count = sm_count;
-  key.tasks_per_batch = tasks_per_batch;
-  key.L = L;
-  decode_plan_memo(key, &r, plan);
+  decode_plan_memo(decode_plan_key(device, kernel, nt8, nchunks, sm_count, tasks_per_batch, L), &r, plan);
   return r;
 }
 
