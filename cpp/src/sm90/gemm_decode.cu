@@ -65,7 +65,7 @@ nvfp4_status_t gemm_decode(const GemmProblem& p, const Exec& exec) {
   const bool blocked = p.sfb.layout == NVFP4_SF_BLOCKED;
   DecodeArgs args = make_decode_args(p);
   const void* full = reinterpret_cast<const void*>(decode_kernel(nt8, blocked, kMmaSC));
-  const DecodePlanKey key = decode_plan_key(exec.device, full, nt8, args.nchunks, sm_count, args.tasks_per_batch, p.L);
+  const DecodePlanKey key{exec.device, full, nt8, args.nchunks, sm_count, args.tasks_per_batch, p.L};
   nvfp4_status_t st = NVFP4_SUCCESS;
   DecodeLaunch dl;
   decode_plan_memo(key, &dl, [&](DecodeLaunch* out) {

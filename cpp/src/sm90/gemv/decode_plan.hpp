@@ -306,12 +306,13 @@ inline DecodeLaunch decode_plan_launch(const MmaKernelInfo& info, const MmaKerne
   return decode_launch(s.sc == kMmaSC ? info : *fine, s, nt8, nchunks, tasks_per_batch, L, sm_count);
 }
 
-// A thread's last kDecodePlanMemo plans of the dense route, so that a repeated problem skips the
-// model: choose_decode_shape weighs up to 2 x 56 launch shapes, ~0.8 µs of host CPU per call (2-core
-// CI host, -O3), on the eager path of every call. The key is everything the plan reads: the device
-// and the full-stage kernel stand for the two instances' resources (kernel_info.hpp's per-device
-// table: fixed once queried), the rest are decode_plan_launch's arguments. Empty slots hold device
-// -1 and match nothing.
+// A thread's last kDecodePlanMemo plans of the decode routes (dense, dual, MoE), so that a repeated
+// problem skips the model: choose_decode_shape weighs up to 2 x 56 launch shapes on the eager path
+// of every call (~1 µs of host CPU on the 2-core CI host at -O3; ~5 µs of an H100 host's eager call,
+// bench/NOTES.md session 24). The key is everything the plan reads: the device and the full-stage
+// kernel stand for the instances' resources (kernel_info.hpp's per-device table: fixed once
+// queried), the rest are decode_plan_launch's arguments, in that order. Empty slots hold device -1
+// and match nothing.
 struct DecodePlanKey {
   int device = -1;
   const void* kernel = nullptr;
@@ -322,18 +323,6 @@ struct DecodePlanKey {
            sm_count == o.sm_count && tasks_per_batch == o.tasks_per_batch && L == o.L;
   }
 };
-inline DecodePlanKey decode_plan_key(int device, const void* kernel, int nt8, int nchunks, int sm_count,
-                                     int64_t tasks_per_batch, int64_t L) {
-  DecodePlanKey k;
-  k.device = device;
-  k.kernel = kernel;
-  k.nt8 = nt8;
-  k.nchunks = nchunks;
-  k.sm_count = sm_count;
-  k.tasks_per_batch = tasks_per_batch;
-  k.L = L;
-  return k;
-}
 constexpr int kDecodePlanMemo = 8;
 struct DecodePlanMemo {
   DecodePlanKey keys[kDecodePlanMemo];
@@ -379,7 +368,7 @@ inline DecodeLaunch decode_plan_launch_memo(int device, const void* kernel, cons
     plan(&r);
     return r;
   }
-  decode_plan_memo(decode_plan_key(device, kernel, nt8, nchunks, sm_count, tasks_per_batch, L), &r, plan);
+  decode_plan_memo(DecodePlanKey{device, kernel, nt8, nchunks, sm_count, tasks_per_batch, L}, &r, plan);
   return r;
 }
 
