@@ -20,7 +20,7 @@
 static void test_invariants(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   int pre_seen = 0, persistent_seen = 0, fused_seen = 0, short_seen = 0, wide_seen = 0, wide_persistent_seen = 0;
-  int tail_seen = 0, streamk_seen = 0;
+  int tail_seen = 0, streamk_seen = 0, small_seen = 0;
   for (int iter = 0; iter < 4000; ++iter) {
     const int64_t M = pick(0, 4) == 0 ? pick(3, 140) : pick(0, 3) == 0 ? 128 * pick(1, 20) + pick(1, 8) : pick(3, 9000);
     const int64_t N = pick(1, 9000);
@@ -33,6 +33,8 @@ static void test_invariants(std::mt19937_64& rng) {
       d.fused_clusters[s] = s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : 1 << 20);
       d.predecoded_clusters[s] = s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : 1 << 20);
       d.predecoded_wide_clusters[s] =
+          s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
+      d.predecoded_small_clusters[s] =
           s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
     }
     const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
@@ -51,14 +53,16 @@ static void test_invariants(std::mt19937_64& rng) {
     }
     const bool pre = g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent || g.path == GemmPath::kStreamK;
     const bool sk = g.path == GemmPath::kStreamK;
-    const bool wide = g.tile_x == kTileXWide;
-    CHECK(g.tile_x == kTileX || (pre && wide), "tile %d on %s", g.tile_x, path_name(g.path));
+    const bool wide = g.tile_x == kTileXWide, small = g.tile_x == kTileXSmall;
+    CHECK(g.tile_x == kTileX || (pre && wide) || (small && g.path == GemmPath::kPredecoded), "tile %d on %s",
+          g.tile_x, path_name(g.path));
     const int64_t tiles_w = (N + 127) / 128, tiles_x = (M + g.tile_x - 1) / g.tile_x, tiles = tiles_w * tiles_x * L;
     const int32_t num_kb = static_cast<int32_t>((K + 127) / 128);
     CHECK(g.tiles_w == tiles_w && g.tiles_x == tiles_x && g.tiles == tiles && g.num_kb == num_kb, "tiles");
     CHECK(g.splits >= 1 && g.splits <= kMaxSplits && g.splits <= num_kb, "splits %d of %d blocks", g.splits, num_kb);
     const int(&clusters)[kMaxSplits + 1] =
-        pre ? (wide ? d.predecoded_wide_clusters : d.predecoded_clusters) : d.fused_clusters;
+        pre ? (wide ? d.predecoded_wide_clusters : small ? d.predecoded_small_clusters : d.predecoded_clusters)
+            : d.fused_clusters;
     CHECK(g.splits == 1 || clusters[g.splits] >= tiles, "split %d: %d clusters fit, %lld tiles", g.splits,
           clusters[g.splits], static_cast<long long>(tiles));
     CHECK(g.splits == 1 || static_cast<int64_t>(g.splits) * tiles <= d.sm_count, "splits %d x %lld tiles > %d SMs",
@@ -101,7 +105,7 @@ static void test_invariants(std::mt19937_64& rng) {
             g.x_box_rows);
       // stream-K where its model wins (the tiled plan's tile, recomputed) and the workspace has room
       const TokenTiling tt = choose_token_tile(p, tiles_w, num_kb, d);
-      const StreamKChoice skc = choose_streamk(tt, num_kb, d.sm_count);
+      const StreamKChoice skc = small ? StreamKChoice{} : choose_streamk(tt, num_kb, d.sm_count);
       CHECK(sk == (skc.units > 0), "stream-K rule: %s, units %lld", path_name(g.path), static_cast<long long>(skc.units));
       CHECK(sk || (g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
       // the tile rule, recomputed: the wide tile only where it needs fewer token tiles and the
@@ -120,10 +124,17 @@ static void test_invariants(std::mt19937_64& rng) {
         }
         return (t / d.sm_count * num_kb + last) * tx;
       };
+      // the small tile wherever M <= 64 and its tiles do not outnumber the SMs at one split
+      const int64_t small_tiles = tiles_w * L;
+      const bool small_due = M <= kTileXSmall &&
+                             !(choose_splits_fitting(d.predecoded_small_clusters, small_tiles, num_kb, d.sm_count) == 1 &&
+                               small_tiles > d.sm_count);
+      CHECK(small == small_due, "small tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
       const bool fewer = (M + kTileXWide - 1) / kTileXWide < (M + kTileX - 1) / kTileX;
-      CHECK(wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
-                                  31 * span(kTileX, d.predecoded_clusters)),
+      CHECK(small || wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
+                                           31 * span(kTileX, d.predecoded_clusters)),
             "tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
+      small_seen += small;
       wide_seen += wide;
       wide_persistent_seen += wide && g.path == GemmPath::kPersistent;
     } else {
@@ -218,10 +229,11 @@ static void test_invariants(std::mt19937_64& rng) {
     }
   }
   CHECK(pre_seen > 100 && persistent_seen > 20 && fused_seen > 100 && short_seen > 50 && wide_seen > 20 &&
-            wide_persistent_seen > 5 && tail_seen > 3 && streamk_seen > 3,
+            wide_persistent_seen > 5 && tail_seen > 3 && streamk_seen > 3 && small_seen > 5,
         "coverage of the random cases: pre %d (persistent %d, tail %d, stream-K %d) fused %d (short %d) wide %d "
-        "(persistent %d)",
-        pre_seen, persistent_seen, tail_seen, streamk_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen);
+        "(persistent %d) small %d",
+        pre_seen, persistent_seen, tail_seen, streamk_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen,
+        small_seen);
 }
 
 // ---------------------------------------------------------------------------
@@ -266,6 +278,12 @@ static void test_token_tile() {
       {1030, 2000, 2080, 2, 136, 8, GemmPath::kPersistent, 1},  // 256 tiles against 288
       {137, 2048, 8192, 1, 128, 2, GemmPath::kPredecoded, 4},
       {200, 4096, 4096, 1, 128, 2, GemmPath::kPredecoded, 2},
+      // the 64-token tile (M <= 64 on the pre-decoded path, split-K only)
+      {64, 7168, 7168, 1, 64, 1, GemmPath::kPredecoded, 2},     // 56 tiles
+      {64, 4096, 14336, 1, 64, 1, GemmPath::kPredecoded, 4},    // 32 tiles
+      {64, 14336, 4096, 1, 64, 1, GemmPath::kPredecoded, 1},    // 112 tiles
+      {64, 2048, 8192, 3, 64, 1, GemmPath::kPredecoded, 2},     // 48 tiles, batches
+      {64, 28672, 4096, 1, 128, 1, GemmPath::kPersistent, 1},   // 224 tiles: no persistent small instance
   };
   for (const TileWant& w : wants) {
     for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
@@ -277,8 +295,8 @@ static void test_token_tile() {
             static_cast<long long>(w.L), g.tile_x, static_cast<long long>(g.tiles_x), path_name(g.path), g.splits,
             w.tile_x, static_cast<long long>(w.tiles_x), path_name(w.path), w.splits);
       const int64_t tiles = (w.N + 127) / 128 * w.tiles_x * w.L;
-      CHECK(g.tiles == tiles && g.x_box_rows == w.tile_x, "tiles %lld, box %d", static_cast<long long>(g.tiles),
-            g.x_box_rows);
+      CHECK(g.tiles == tiles && g.x_box_rows == (w.M < w.tile_x ? (w.M + 7) / 8 * 8 : w.tile_x), "tiles %lld, box %d",
+            static_cast<long long>(g.tiles), g.x_box_rows);
       if (g.path == GemmPath::kPredecoded)
         CHECK(g.grid[0] == static_cast<uint32_t>((w.N + 127) / 128 * w.splits) && g.grid[1] == w.tiles_x &&
                   g.grid[2] == w.L,
@@ -355,10 +373,12 @@ static void test_streamk() {
     const GemmPlan r = plan_gemm(p, dev, g.workspace_bytes - 1);
     CHECK(r.path != GemmPath::kStreamK && r.workspace_bytes == token, "short workspace: %s", path_name(r.path));
   }
-  // the swapped 8500 x 64 x 4096: 67 weight tiles of one token tile, 17 units per CTA
+  // the swapped 8500 x 64 x 4096: 67 weight tiles of one 64-token tile, one CTA each (the
+  // small tile has no stream-K instance; with the 128-token tile this was stream-K, 17 units
+  // per CTA on 127 CTAs: 21 blocks of 128 tokens against 32 of 64 on the busiest SM)
   const GemmPlan s = plan_gemm(gemm_roles(dense(8500, 64, 4096)), dev, SIZE_MAX);
-  CHECK(s.path == GemmPath::kStreamK && s.sk_units == 17 && s.grid[0] == 127, "8500x64x4096: %s, %lld units",
-        path_name(s.path), static_cast<long long>(s.sk_units));
+  CHECK(s.path == GemmPath::kPredecoded && s.tile_x == kTileXSmall && s.splits == 1 && s.grid[0] == 67,
+        "8500x64x4096: %s, tile %d, %lld units", path_name(s.path), s.tile_x, static_cast<long long>(s.sk_units));
 }
 
 // ---------------------------------------------------------------------------
