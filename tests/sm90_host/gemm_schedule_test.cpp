@@ -20,7 +20,7 @@
 static void test_invariants(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   int pre_seen = 0, persistent_seen = 0, fused_seen = 0, short_seen = 0, wide_seen = 0, wide_persistent_seen = 0;
-  int tail_seen = 0, streamk_seen = 0, small_seen = 0;
+  int tail_seen = 0, streamk_seen = 0, small_seen = 0, tiny_seen = 0;
   for (int iter = 0; iter < 4000; ++iter) {
     const int64_t M = pick(0, 4) == 0 ? pick(3, 140) : pick(0, 3) == 0 ? 128 * pick(1, 20) + pick(1, 8) : pick(3, 9000);
     const int64_t N = pick(1, 9000);
@@ -35,6 +35,8 @@ static void test_invariants(std::mt19937_64& rng) {
       d.predecoded_wide_clusters[s] =
           s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
       d.predecoded_small_clusters[s] =
+          s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
+      d.predecoded_tiny_clusters[s] =
           s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
     }
     const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
@@ -53,15 +55,18 @@ static void test_invariants(std::mt19937_64& rng) {
     }
     const bool pre = g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent || g.path == GemmPath::kStreamK;
     const bool sk = g.path == GemmPath::kStreamK;
-    const bool wide = g.tile_x == kTileXWide, small = g.tile_x == kTileXSmall;
-    CHECK(g.tile_x == kTileX || (pre && wide) || (small && g.path == GemmPath::kPredecoded), "tile %d on %s",
-          g.tile_x, path_name(g.path));
+    const bool wide = g.tile_x == kTileXWide, small = g.tile_x == kTileXSmall, tiny = g.tile_x == kTileXTiny;
+    CHECK(g.tile_x == kTileX || (pre && wide) || ((small || tiny) && g.path == GemmPath::kPredecoded),
+          "tile %d on %s", g.tile_x, path_name(g.path));
     const int64_t tiles_w = (N + 127) / 128, tiles_x = (M + g.tile_x - 1) / g.tile_x, tiles = tiles_w * tiles_x * L;
     const int32_t num_kb = static_cast<int32_t>((K + 127) / 128);
     CHECK(g.tiles_w == tiles_w && g.tiles_x == tiles_x && g.tiles == tiles && g.num_kb == num_kb, "tiles");
     CHECK(g.splits >= 1 && g.splits <= kMaxSplits && g.splits <= num_kb, "splits %d of %d blocks", g.splits, num_kb);
     const int(&clusters)[kMaxSplits + 1] =
-        pre ? (wide ? d.predecoded_wide_clusters : small ? d.predecoded_small_clusters : d.predecoded_clusters)
+        pre ? (wide    ? d.predecoded_wide_clusters
+               : small ? d.predecoded_small_clusters
+               : tiny  ? d.predecoded_tiny_clusters
+                       : d.predecoded_clusters)
             : d.fused_clusters;
     CHECK(g.splits == 1 || clusters[g.splits] >= tiles, "split %d: %d clusters fit, %lld tiles", g.splits,
           clusters[g.splits], static_cast<long long>(tiles));
@@ -105,7 +110,7 @@ static void test_invariants(std::mt19937_64& rng) {
             g.x_box_rows);
       // stream-K where its model wins (the tiled plan's tile, recomputed) and the workspace has room
       const TokenTiling tt = choose_token_tile(p, tiles_w, num_kb, d);
-      const StreamKChoice skc = small ? StreamKChoice{} : choose_streamk(tt, num_kb, d.sm_count);
+      const StreamKChoice skc = small || tiny ? StreamKChoice{} : choose_streamk(tt, num_kb, d.sm_count);
       CHECK(sk == (skc.units > 0), "stream-K rule: %s, units %lld", path_name(g.path), static_cast<long long>(skc.units));
       CHECK(sk || (g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
       // the tile rule, recomputed: the wide tile only where it needs fewer token tiles and the
@@ -124,14 +129,19 @@ static void test_invariants(std::mt19937_64& rng) {
         }
         return (t / d.sm_count * num_kb + last) * tx;
       };
-      // the small tile wherever M <= 64 and its tiles do not outnumber the SMs at one split
-      const int64_t small_tiles = tiles_w * L;
-      const bool small_due = M <= kTileXSmall &&
-                             !(choose_splits_fitting(d.predecoded_small_clusters, small_tiles, num_kb, d.sm_count) == 1 &&
-                               small_tiles > d.sm_count);
-      CHECK(small == small_due, "small tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
+      // the tiny tile wherever M <= 32, the small one wherever M <= 64 (and not tiny), each where
+      // its tiles do not outnumber the SMs at one split
+      const int64_t one_tiles = tiles_w * L;
+      auto fits = [&](const int(&cl)[kMaxSplits + 1]) {
+        return !(choose_splits_fitting(cl, one_tiles, num_kb, d.sm_count) == 1 && one_tiles > d.sm_count);
+      };
+      const bool tiny_due = M <= kTileXTiny && fits(d.predecoded_tiny_clusters);
+      const bool small_due = !tiny_due && M <= kTileXSmall && fits(d.predecoded_small_clusters);
+      CHECK(tiny == tiny_due && small == small_due, "small / tiny tile rule: %lld tokens, tile %d",
+            static_cast<long long>(M), g.tile_x);
+      tiny_seen += tiny;
       const bool fewer = (M + kTileXWide - 1) / kTileXWide < (M + kTileX - 1) / kTileX;
-      CHECK(small || wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
+      CHECK(small || tiny || wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
                                            31 * span(kTileX, d.predecoded_clusters)),
             "tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
       small_seen += small;
@@ -229,11 +239,12 @@ static void test_invariants(std::mt19937_64& rng) {
     }
   }
   CHECK(pre_seen > 100 && persistent_seen > 20 && fused_seen > 100 && short_seen > 50 && wide_seen > 20 &&
-            wide_persistent_seen > 5 && tail_seen > 3 && streamk_seen > 3 && small_seen > 5,
+            wide_persistent_seen > 5 && tail_seen > 3 && streamk_seen > 3 && small_seen > 5 &&
+            tiny_seen > 5,
         "coverage of the random cases: pre %d (persistent %d, tail %d, stream-K %d) fused %d (short %d) wide %d "
-        "(persistent %d) small %d",
+        "(persistent %d) small %d tiny %d",
         pre_seen, persistent_seen, tail_seen, streamk_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen,
-        small_seen);
+        small_seen, tiny_seen);
 }
 
 // ---------------------------------------------------------------------------
@@ -284,6 +295,10 @@ static void test_token_tile() {
       {64, 14336, 4096, 1, 64, 1, GemmPath::kPredecoded, 1},    // 112 tiles
       {64, 2048, 8192, 3, 64, 1, GemmPath::kPredecoded, 2},     // 48 tiles, batches
       {64, 28672, 4096, 1, 128, 1, GemmPath::kPersistent, 1},   // 224 tiles: no persistent small instance
+      // the 32-token tile (M <= 32 on the pre-decoded path, split-K only; fewer than 4096 weight rows,
+      // else the decode kernel)
+      {32, 2048, 16384, 1, 32, 1, GemmPath::kPredecoded, 8},    // 16 tiles, clusters of 8
+      {32, 3968, 7168, 1, 32, 1, GemmPath::kPredecoded, 4},     // 31 tiles
   };
   for (const TileWant& w : wants) {
     for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {

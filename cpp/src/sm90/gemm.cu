@@ -53,6 +53,7 @@ using Mainloop = MainloopRS;
 using MainloopPre = MainloopRSPredecodedT<kTileX>;
 using MainloopPreWide = MainloopRSPredecodedT<kTileXWide>;
 using MainloopPreSmall = MainloopRSPredecodedT<kTileXSmall>;
+using MainloopPreTiny = MainloopRSPredecodedT<kTileXTiny>;
 
 static_assert(Mainloop::kBlockW == kTileW && Mainloop::kBlockX == kTileX && Mainloop::kBlockK == kBlockK &&
                   MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX && MainloopPre::kBlockK == kBlockK,
@@ -64,6 +65,10 @@ static_assert(kTileXSmall == kTokenTileSmall && MainloopPreSmall::kBlockW == kTi
                   MainloopPreSmall::kBlockX == kTileXSmall && MainloopPreSmall::kBlockK == kBlockK &&
                   MainloopPreSmall::kThreads == MainloopPre::kThreads,
               "gemm_schedule.hpp's small tile is the small kernel's tile");
+static_assert(kTileXTiny == kTokenTileTiny && MainloopPreTiny::kBlockW == kTileW &&
+                  MainloopPreTiny::kBlockX == kTileXTiny && MainloopPreTiny::kBlockK == kBlockK &&
+                  MainloopPreTiny::kThreads == MainloopPre::kThreads && MainloopPreTiny::kStages == kPredecodedTinyStages,
+              "gemm_schedule.hpp's tiny tile is the tiny kernel's tile");
 static_assert(Mainloop::kStages == kFusedStages && MainloopPre::kStages == kPredecodedStages &&
                   MainloopPreWide::kStages == kPredecodedStages && MainloopPreSmall::kStages == kPredecodedSmallStages,
               "ring stages");
@@ -73,8 +78,10 @@ constexpr size_t kSmemFused = dynamic_smem_bytes<Mainloop::SharedStorage>();
 constexpr size_t kSmemPre = dynamic_smem_bytes<MainloopPre::SharedStorage>();
 constexpr size_t kSmemPreWide = dynamic_smem_bytes<MainloopPreWide::SharedStorage>();
 constexpr size_t kSmemPreSmall = dynamic_smem_bytes<MainloopPreSmall::SharedStorage>();
-// The 64-token tile runs only as the split-K kernel (gemm_schedule.hpp choose_token_tile).
+constexpr size_t kSmemPreTiny = dynamic_smem_bytes<MainloopPreTiny::SharedStorage>();
+// The 64- and 32-token tiles run only as the split-K kernel (gemm_schedule.hpp choose_token_tile).
 constexpr auto kPredecodedSmall = nvfp4_sm90_gemm_predecoded_kernel<kTileXSmall>;
+constexpr auto kPredecodedTiny = nvfp4_sm90_gemm_predecoded_kernel<kTileXTiny>;
 
 // The pre-decoded kernels of one token-tile width.
 struct PredecodedKernels {
@@ -95,13 +102,19 @@ constexpr FusedKernelFn kFusedShortChain = nvfp4_sm90_gemm_kernel<0>;
 
 // ---- device numbers of the plan ----------------------------------------------------------
 
-enum ClusterKernel { kClusterFused = 0, kClusterPredecoded = 1, kClusterPredecodedWide = 2, kClusterPredecodedSmall = 3 };
+enum ClusterKernel {
+  kClusterFused = 0,
+  kClusterPredecoded = 1,
+  kClusterPredecodedWide = 2,
+  kClusterPredecodedSmall = 3,
+  kClusterPredecodedTiny = 4
+};
 
 // Clusters of `splits` CTAs of that kernel that can be resident at once (cached per
 // device; a failed query counts as "no limit"). The kernels' shared-memory limits must be
 // raised first (opt_in_gemm_smem).
 int cluster_capacity(ClusterKernel kernel_id, int splits, int device) {
-  static std::atomic<int> cache[4][kMaxSplits + 1][16];  // 0 = not queried yet, else value + 1
+  static std::atomic<int> cache[5][kMaxSplits + 1][16];  // 0 = not queried yet, else value + 1
   const bool cacheable = device >= 0 && device < 16;
   if (cacheable) {
     const int v = cache[kernel_id][splits][device].load(std::memory_order_relaxed);
@@ -112,6 +125,7 @@ int cluster_capacity(ClusterKernel kernel_id, int splits, int device) {
   PredecodedKernels pre =
       kernel_id == kClusterPredecodedWide ? predecoded_kernels<kTileXWide>() : predecoded_kernels<kTileX>();
   if (kernel_id == kClusterPredecodedSmall) pre = {reinterpret_cast<const void*>(kPredecodedSmall), nullptr, kSmemPreSmall};
+  if (kernel_id == kClusterPredecodedTiny) pre = {reinterpret_cast<const void*>(kPredecodedTiny), nullptr, kSmemPreTiny};
   const void* kernel = fused ? reinterpret_cast<const void*>(kFusedPromoted) : pre.tiled;
   const int n = max_active_clusters(kernel, static_cast<unsigned>(fused ? Mainloop::kThreads : MainloopPre::kThreads),
                                     fused ? kSmemFused : pre.smem, splits);
@@ -129,6 +143,7 @@ nvfp4_status_t opt_in_gemm_smem(int device) {
                       {predecoded_kernels<kTileXWide>().tiled, kSmemPreWide},
                       {predecoded_kernels<kTileXWide>().persistent, kSmemPreWide},
                       {reinterpret_cast<const void*>(kPredecodedSmall), kSmemPreSmall},
+                      {reinterpret_cast<const void*>(kPredecodedTiny), kSmemPreTiny},
                       {reinterpret_cast<const void*>(nvfp4_sm90_gemm_tail_kernel<kTileX>), kSmemPre},
                       {reinterpret_cast<const void*>(nvfp4_sm90_gemm_tail_kernel<kTileXWide>), kSmemPreWide},
                       {reinterpret_cast<const void*>(nvfp4_sm90_gemm_streamk_kernel<kTileX>), kSmemPre},
@@ -148,6 +163,7 @@ nvfp4_status_t device_numbers(const Exec& exec, GemmDeviceNumbers* d) {
         s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecodedWide, s, exec.device);
     d->predecoded_small_clusters[s] =
         s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecodedSmall, s, exec.device);
+    d->predecoded_tiny_clusters[s] = s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecodedTiny, s, exec.device);
   }
   return NVFP4_SUCCESS;
 }
@@ -223,8 +239,8 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   nvfp4_status_t st = device_numbers(exec, &dev);
   if (st != NVFP4_SUCCESS) return st;
   const GemmPlan plan = plan_gemm(p, dev, usable_workspace(exec));
-  if (plan.tile_x == kTileXSmall && plan.path != GemmPath::kPredecoded)
-    return fail(NVFP4_ERROR_INTERNAL, "sm90a gemm: the 64-token tile planned on a path without its kernel");
+  if ((plan.tile_x == kTileXSmall || plan.tile_x == kTileXTiny) && plan.path != GemmPath::kPredecoded)
+    return fail(NVFP4_ERROR_INTERNAL, "sm90a gemm: a %d-token tile planned on a path without its kernel", plan.tile_x);
   // q: p with the GEMM's scales, staged into the workspace where the plan says so (the
   // token pass reads p's)
   GemmProblem q = p;
@@ -290,6 +306,10 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   if (plan.tile_x == kTileXSmall) {  // (split-K only: checked before anything was launched)
     shape.smem = kSmemPreSmall;
     return launch(kPredecodedSmall, shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
+  }
+  if (plan.tile_x == kTileXTiny) {
+    shape.smem = kSmemPreTiny;
+    return launch(kPredecodedTiny, shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
   }
   if (streamk) {
     const StreamKParams sk{reinterpret_cast<float*>(ws + plan.sk_partials_offset), sk_flags,
