@@ -107,7 +107,7 @@ TOKEN_TILE = [
     (64, 28672, 4096, 1, 128, "streamk"),      # 224 tiles: no small persistent kernel, the 128-token plan
     (65, 7168, 7168, 1, 128, "predecoded"),    # one token more: the 128-token tile
     (32, 2048, 16384, 1, 32, "predecoded"),    # the 32-token tile (M <= 32 below the decode route's rows)
-    (17, 3968, 7168, 1, 32, "predecoded"),     # clusters of 4, a 24-row token box, N tail
+    (17, 3900, 7168, 1, 32, "predecoded"),     # clusters of 4, a 24-row token box, N tail (60 rows)
     (25, 1000, 8192, 3, 32, "predecoded"),     # batches, clusters of 5 (the run-time split reduction)
     (31, 640, 16384, 2, 32, "predecoded"),     # clusters of 8, batches
 ]

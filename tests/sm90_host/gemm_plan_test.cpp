@@ -121,7 +121,7 @@ static void test_known_shapes() {
       {512, 7168, 1024, 1, true, GemmPath::kPersistent, 1, false},   // 224 tiles
       {256, 7168, 256, 1, true, GemmPath::kFused, 1, true},          // 112 tiles <= 132 SMs: fused
       {300, 300, 96, 3, true, GemmPath::kFused, 1, true},            // one K block: one CTA per tile
-      // (3..64 tokens run on the decode kernel: test_decode_route; 65 has the same single token tile)
+      // (3..32 tokens on enough weight rows run on the decode kernel: test_decode_route; 65: one 128-token tile)
       {65, 256, 8192, 1, true, GemmPath::kFused, 8, true},           // 2 tiles, 64 blocks: 8 CTAs of 8
       {65, 256, 16384, 1, true, GemmPath::kPredecoded, 8, false},    // 8 CTAs of 16 blocks, 72-row token box
       {64, 4096, 7168, 1, true, GemmPath::kPredecoded, 4, false},    // the 64-token tile: 32 tiles x 4

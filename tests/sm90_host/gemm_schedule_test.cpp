@@ -109,8 +109,27 @@ static void test_invariants(std::mt19937_64& rng) {
       CHECK(g.x_box_rows == (M < g.tile_x ? (M + 7) / 8 * 8 : g.tile_x) && g.x_box_rows % 8 == 0, "box rows %d",
             g.x_box_rows);
       // stream-K where its model wins (the tiled plan's tile, recomputed) and the workspace has room
+      // the tiny tile wherever M <= 32, the small one wherever M <= 64 (and not tiny), each where
+      // its tiles do not outnumber the SMs at one split; a lone-CTA plan of either falls back to
+      // the 128-token stream-K plan where that gives the busiest SM under 2/3 of its K blocks
+      const int64_t one_tiles = tiles_w * L;
+      auto lone = [&](const int(&cl)[kMaxSplits + 1]) {
+        return choose_splits_fitting(cl, one_tiles, num_kb, d.sm_count) == 1;
+      };
+      auto fits = [&](const int(&cl)[kMaxSplits + 1]) { return !(lone(cl) && one_tiles > d.sm_count); };
+      const bool tiny0 = M <= kTileXTiny && fits(d.predecoded_tiny_clusters);
+      const bool small0 = !tiny0 && M <= kTileXSmall && fits(d.predecoded_small_clusters);
+      bool fallback = false;
+      StreamKChoice fsk;
+      if ((tiny0 && lone(d.predecoded_tiny_clusters)) || (small0 && lone(d.predecoded_small_clusters))) {
+        fsk = choose_streamk(token_tiling(p, tiles_w, num_kb, d.predecoded_clusters, d.sm_count, kTileX), num_kb,
+                             d.sm_count);
+        fallback = fsk.units > 0 && ws >= token + streamk_workspace_bytes(fsk, kTileX) &&
+                   2 * static_cast<int64_t>(num_kb) > 3 * (fsk.units + kStreamKFixupBlocks);
+      }
+      const bool tiny_due = tiny0 && !fallback, small_due = small0 && !fallback;
       const TokenTiling tt = choose_token_tile(p, tiles_w, num_kb, d);
-      const StreamKChoice skc = small || tiny ? StreamKChoice{} : choose_streamk(tt, num_kb, d.sm_count);
+      const StreamKChoice skc = fallback ? fsk : small || tiny ? StreamKChoice{} : choose_streamk(tt, num_kb, d.sm_count);
       CHECK(sk == (skc.units > 0), "stream-K rule: %s, units %lld", path_name(g.path), static_cast<long long>(skc.units));
       CHECK(sk || (g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
       // the tile rule, recomputed: the wide tile only where it needs fewer token tiles and the
@@ -129,19 +148,11 @@ static void test_invariants(std::mt19937_64& rng) {
         }
         return (t / d.sm_count * num_kb + last) * tx;
       };
-      // the tiny tile wherever M <= 32, the small one wherever M <= 64 (and not tiny), each where
-      // its tiles do not outnumber the SMs at one split
-      const int64_t one_tiles = tiles_w * L;
-      auto fits = [&](const int(&cl)[kMaxSplits + 1]) {
-        return !(choose_splits_fitting(cl, one_tiles, num_kb, d.sm_count) == 1 && one_tiles > d.sm_count);
-      };
-      const bool tiny_due = M <= kTileXTiny && fits(d.predecoded_tiny_clusters);
-      const bool small_due = !tiny_due && M <= kTileXSmall && fits(d.predecoded_small_clusters);
       CHECK(tiny == tiny_due && small == small_due, "small / tiny tile rule: %lld tokens, tile %d",
             static_cast<long long>(M), g.tile_x);
       tiny_seen += tiny;
       const bool fewer = (M + kTileXWide - 1) / kTileXWide < (M + kTileX - 1) / kTileX;
-      CHECK(small || tiny || wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
+      CHECK(small || tiny || fallback || wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
                                            31 * span(kTileX, d.predecoded_clusters)),
             "tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
       small_seen += small;
@@ -388,12 +399,16 @@ static void test_streamk() {
     const GemmPlan r = plan_gemm(p, dev, g.workspace_bytes - 1);
     CHECK(r.path != GemmPath::kStreamK && r.workspace_bytes == token, "short workspace: %s", path_name(r.path));
   }
-  // the swapped 8500 x 64 x 4096: 67 weight tiles of one 64-token tile, one CTA each (the
-  // small tile has no stream-K instance; with the 128-token tile this was stream-K, 17 units
-  // per CTA on 127 CTAs: 21 blocks of 128 tokens against 32 of 64 on the busiest SM)
+  // the swapped 8500 x 64 x 4096: 67 weight tiles of one token tile. The 64-token tile would run
+  // them one CTA each (32 K blocks on the busiest SM); the 128-token stream-K plan, 17 units per
+  // CTA on 127 CTAs, gives it 21 (+ 4 for the fix-up) < 2/3 x 32: stream-K (plan_gemm's fallback)
   const GemmPlan s = plan_gemm(gemm_roles(dense(8500, 64, 4096)), dev, SIZE_MAX);
-  CHECK(s.path == GemmPath::kPredecoded && s.tile_x == kTileXSmall && s.splits == 1 && s.grid[0] == 67,
+  CHECK(s.path == GemmPath::kStreamK && s.tile_x == kTileX && s.sk_units == 17 && s.grid[0] == 127,
         "8500x64x4096: %s, tile %d, %lld units", path_name(s.path), s.tile_x, static_cast<long long>(s.sk_units));
+  // 8500 x 64 x 2048 (16 blocks): stream-K would give 8 + 4 > 2/3 x 16: the 64-token tile, one CTA per tile
+  const GemmPlan s2 = plan_gemm(gemm_roles(dense(8500, 64, 2048)), dev, SIZE_MAX);
+  CHECK(s2.path == GemmPath::kPredecoded && s2.tile_x == kTileXSmall && s2.splits == 1 && s2.grid[0] == 67,
+        "8500x64x2048: %s, tile %d", path_name(s2.path), s2.tile_x);
 }
 
 // ---------------------------------------------------------------------------

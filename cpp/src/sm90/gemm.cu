@@ -16,7 +16,7 @@
 //     e.g. 640 x 7168 x 7168: 2 rounds + 16 tiles over clusters of 8, -14% against a third
 //     round). Both in two token-tile widths: 128, and 136 where that
 //     needs fewer tiles for less work (gemm_schedule.hpp choose_token_tile: e.g. M = 129..136
-//     in one tile instead of two).
+//     in one tile instead of two); the split-K kernel also at 64 and 32 tokens for M <= 64 / 32.
 // Where B has few rows and A many, the roles swap (gemm_plan.hpp swap_roles: Cᵀ = B·Aᵀ).
 // Scales that no TMA box can read (K % 256 != 0 in the linear layout, K % 128 != 0 blocked)
 // are first staged into the workspace (kernel/scale_stage.cuh, scale_stage.cu).
@@ -239,8 +239,10 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   nvfp4_status_t st = device_numbers(exec, &dev);
   if (st != NVFP4_SUCCESS) return st;
   const GemmPlan plan = plan_gemm(p, dev, usable_workspace(exec));
-  if ((plan.tile_x == kTileXSmall || plan.tile_x == kTileXTiny) && plan.path != GemmPath::kPredecoded)
-    return fail(NVFP4_ERROR_INTERNAL, "sm90a gemm: a %d-token tile planned on a path without its kernel", plan.tile_x);
+  if (((plan.tile_x == kTileXSmall || plan.tile_x == kTileXTiny) && plan.path != GemmPath::kPredecoded) ||
+      (plan.path != GemmPath::kFused && plan.x_box_rows > plan.tile_x))  // (the kernels' smem tile holds the box)
+    return fail(NVFP4_ERROR_INTERNAL, "sm90a gemm: a %d-token tile planned on a path without its kernel or box",
+                plan.tile_x);
   // q: p with the GEMM's scales, staged into the workspace where the plan says so (the
   // token pass reads p's)
   GemmProblem q = p;

@@ -329,7 +329,19 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.stages = kFusedStages;
     g.x_box_rows = token_box_rows(p.M);  // the fp4 tokens' box (and their kScaleTma box): fitted below 128
   } else {
-    const TokenTiling t = choose_token_tile(p, g.tiles_w, g.num_kb, dev);
+    TokenTiling t = choose_token_tile(p, g.tiles_w, g.num_kb, dev);
+    // A 64- / 32-token plan of one CTA per tile (SMs left idle) against the 128-token tile's
+    // stream-K plan over every SM: the small K block costs ~0.6 of a 128-token one (memory- against
+    // tensor-bound, mainloop_rs_predecoded.cuh), so the 128-token stream-K plan where the small
+    // plan's busiest SM would do more than kSmallTileMaxBlockRatio of its blocks (UNMEASURED: 3/2).
+    if ((t.tile_x == kTileXSmall || t.tile_x == kTileXTiny) && t.splits == 1) {
+      const TokenTiling n = token_tiling(p, g.tiles_w, g.num_kb, dev.predecoded_clusters, dev.sm_count, kTileX);
+      const StreamKChoice nsk = choose_streamk(n, g.num_kb, dev.sm_count);
+      if (nsk.units > 0 && workspace >= token_bytes + streamk_workspace_bytes(nsk, kTileX) &&
+          kSmallTileMaxBlockRatio[1] * static_cast<int64_t>(g.num_kb) >
+              kSmallTileMaxBlockRatio[0] * (nsk.units + kStreamKFixupBlocks))
+        t = n;
+    }
     g.tile_x = t.tile_x;
     g.tiles_x = t.tiles_x;
     g.tiles = t.tiles;

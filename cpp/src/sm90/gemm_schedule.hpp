@@ -171,6 +171,9 @@ inline TokenTiling choose_token_tile(const GemmProblem& p, int64_t tiles_w, int3
 // 4096^3, 249 + 4 against 256, keeps the persistent kernel). The constants are first guesses,
 // not tuned; on H100 no shape it takes ran slower than its tiled plan (kernel/gemm_streamk.cuh).
 constexpr int32_t kStreamKFixupBlocks = 4;
+// The most K blocks a lone-CTA 64- / 32-token plan may give its busiest SM, as a fraction
+// {num, den} of the 128-token stream-K plan's (gemm_plan.hpp plan_gemm). UNMEASURED.
+constexpr int64_t kSmallTileMaxBlockRatio[2] = {3, 2};
 constexpr int kStreamKGain = 16;
 inline size_t streamk_partial_bytes(int32_t tile_x) { return static_cast<size_t>(tile_x) * kTileW * 4; }
 inline size_t streamk_flag_bytes(int64_t ctas) { return static_cast<size_t>((ctas * 4 + 255) / 256 * 256); }

@@ -67,7 +67,7 @@ constexpr int kTokenTileSmall = 64;
 //  32: its fourth, for M <= 32 (a quarter of the 128-token tile's tensor work); 12 stages of 18 KB.
 constexpr int kTokenTileTiny = 32;
 
-// kTileX = tokens per tile (kTokenTile, kTokenTileWide or kTokenTileSmall): the wgmma N, the
+// kTileX = tokens per tile (kTokenTile, kTokenTileWide, kTokenTileSmall or kTokenTileTiny): the wgmma N, the
 // token TMA box's rows (at most), the accumulator's size (kTileX / 2 floats per consumer thread).
 template <int kTileX>
 struct MainloopRSPredecodedT {
