@@ -77,15 +77,16 @@ def test_gemm_out_dtypes(dev, M, N, K, L, out_dtype, backend, rng):
 
 
 # ---------------------------------------------------------------------------
-# GEMM: the pre-decoded kernels' 136-token tile (sm90a)
+# GEMM: the pre-decoded kernels' 136-, 64- and 32-token tiles (sm90a)
 # ---------------------------------------------------------------------------
 
 IS_SM90 = HAVE_GPU and _nvfp4_ext.device_info(0)["backend"] == "sm90a"
-needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the 136-token tile is sm90a's (a CC 9.0 device)")
+needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the token tiles are sm90a's (a CC 9.0 device)")
 
 # M just above a multiple of 128: where the 136-token instance needs fewer token tiles for
-# less work, the plan runs it (cpp/src/sm90/gemm_schedule.hpp choose_token_tile; the same shapes
-# on an H100's 132 SMs in tests/sm90_host/gemm_schedule_test.cpp test_token_tile).
+# less work, the plan runs it; at most 64 (32) tokens: the 64- (32-) token instance (split-K only)
+# (cpp/src/sm90/gemm_schedule.hpp choose_token_tile; the same shapes on an H100's 132 SMs in
+# tests/sm90_host/gemm_schedule_test.cpp test_token_tile).
 # (M, N, K, L, token tile, kernel) on 132 SMs.
 TOKEN_TILE = [
     (129, 7168, 7168, 1, 136, "predecoded"),   # issue 22's shape: one tile, clusters of 2
@@ -97,6 +98,18 @@ TOKEN_TILE = [
     (1025, 4096, 2048, 1, 136, "persistent"),  # 256 tiles (against 288 of 128 tokens)
     (200, 4096, 4096, 1, 128, "predecoded"),   # two tiles at either width: the 128-token kernel
     (137, 2048, 8192, 1, 128, "predecoded"),
+    (64, 7168, 7168, 1, 64, "predecoded"),     # the 64-token tile: issue 22's M = 64, clusters of 2
+    (33, 4096, 14336, 1, 64, "predecoded"),    # clusters of 4, a 40-row token box
+    (64, 2048, 8192, 3, 64, "predecoded"),     # batches
+    (48, 3000, 2080, 2, 64, "predecoded"),     # staged weight scales, N and K tails, batches
+    (64, 256, 16384, 1, 64, "predecoded"),     # clusters of 8 (the run-time split reduction)
+    (64, 14336, 4096, 1, 64, "predecoded"),    # 112 tiles, one CTA each
+    (64, 28672, 4096, 1, 128, "streamk"),      # 224 tiles: no small persistent kernel, the 128-token plan
+    (65, 7168, 7168, 1, 128, "predecoded"),    # one token more: the 128-token tile
+    (32, 2048, 16384, 1, 32, "predecoded"),    # the 32-token tile (M <= 32 below the decode route's rows)
+    (17, 3900, 7168, 1, 32, "predecoded"),     # clusters of 4, a 24-row token box, N tail (60 rows)
+    (25, 1000, 8192, 3, 32, "predecoded"),     # batches, clusters of 5 (the run-time split reduction)
+    (31, 640, 16384, 2, 32, "predecoded"),     # clusters of 8, batches
 ]
 
 
@@ -132,7 +145,7 @@ def _sm90a_gemm_kernels(dev, M, N, K, L, rng, kinds, layout="linear"):
 @pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
 @pytest.mark.parametrize("layout", LAYOUTS)
 @pytest.mark.parametrize("M,N,K,L,tile,kernel", TOKEN_TILE)
-def test_gemm_token_tile_136(dev, M, N, K, L, tile, kernel, layout, out_dtype, rng):
+def test_gemm_token_tile(dev, M, N, K, L, tile, kernel, layout, out_dtype, rng):
     _check_sm90a_gemm(dev, M, N, K, L, layout, out_dtype, rng)
 
 

@@ -47,7 +47,8 @@ inline GemmDeviceNumbers h100() {
   GemmDeviceNumbers d;
   d.sm_count = 132;
   for (int s = 0; s <= kMaxSplits; ++s)
-    d.fused_clusters[s] = d.predecoded_clusters[s] = d.predecoded_wide_clusters[s] = 1 << 20;
+    d.fused_clusters[s] = d.predecoded_clusters[s] = d.predecoded_wide_clusters[s] = d.predecoded_small_clusters[s] =
+        d.predecoded_tiny_clusters[s] = 1 << 20;
   return d;
 }
 

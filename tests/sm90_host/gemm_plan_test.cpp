@@ -121,9 +121,12 @@ static void test_known_shapes() {
       {512, 7168, 1024, 1, true, GemmPath::kPersistent, 1, false},   // 224 tiles
       {256, 7168, 256, 1, true, GemmPath::kFused, 1, true},          // 112 tiles <= 132 SMs: fused
       {300, 300, 96, 3, true, GemmPath::kFused, 1, true},            // one K block: one CTA per tile
-      // (3..64 tokens run on the decode kernel: test_decode_route; 65 has the same single token tile)
+      // (3..32 tokens on enough weight rows run on the decode kernel: test_decode_route; 65: one 128-token tile)
       {65, 256, 8192, 1, true, GemmPath::kFused, 8, true},           // 2 tiles, 64 blocks: 8 CTAs of 8
       {65, 256, 16384, 1, true, GemmPath::kPredecoded, 8, false},    // 8 CTAs of 16 blocks, 72-row token box
+      {64, 4096, 7168, 1, true, GemmPath::kPredecoded, 4, false},    // the 64-token tile: 32 tiles x 4
+      {40, 2048, 16384, 1, true, GemmPath::kPredecoded, 8, false},   // 16 tiles x 8, a 40-row box
+      {24, 2048, 16384, 1, true, GemmPath::kPredecoded, 8, false},   // the 32-token tile, a 24-row box
   };
   for (const Want& w : wants) {
     const GemmProblem p = dense(w.M, w.N, w.K, w.L);
@@ -140,9 +143,15 @@ static void test_known_shapes() {
     CHECK(g.workspace_bytes == token + (g.stage_w ? staged_sf_bytes(w.N, w.K, w.L) : 0) +
                                    (g.stage_x ? staged_sf_bytes(w.M, w.K, w.L) : 0),
           "workspace %zu", g.workspace_bytes);
-    CHECK(g.stages == (pre ? kPredecodedStages : kFusedStages), "stages %d", g.stages);
-    CHECK(g.tile_x == 128, "%lld tokens: tile %d", static_cast<long long>(w.M), g.tile_x);  // (none of 128k+1..136k)
-    CHECK(g.x_box_rows == (w.M < 128 ? (w.M + 7) / 8 * 8 : 128), "box rows %d", g.x_box_rows);  // both paths
+    // the 32- / 64-token tile where the pre-decoded path has at most 32 / 64 tokens (none of 128k+1..136k here)
+    const int tile = pre && w.M <= kTileXTiny ? kTileXTiny : pre && w.M <= kTileXSmall ? kTileXSmall : 128;
+    CHECK(g.stages == (pre ? (tile == kTileXTiny    ? kPredecodedTinyStages
+                              : tile == kTileXSmall ? kPredecodedSmallStages
+                                                    : kPredecodedStages)
+                           : kFusedStages),
+          "stages %d", g.stages);
+    CHECK(g.tile_x == tile, "%lld tokens: tile %d", static_cast<long long>(w.M), g.tile_x);
+    CHECK(g.x_box_rows == (w.M < tile ? (w.M + 7) / 8 * 8 : tile), "box rows %d", g.x_box_rows);  // both paths
   }
   // the persistent grid: one CTA per SM
   {

@@ -20,7 +20,7 @@
 static void test_invariants(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   int pre_seen = 0, persistent_seen = 0, fused_seen = 0, short_seen = 0, wide_seen = 0, wide_persistent_seen = 0;
-  int tail_seen = 0, streamk_seen = 0;
+  int tail_seen = 0, streamk_seen = 0, small_seen = 0, tiny_seen = 0;
   for (int iter = 0; iter < 4000; ++iter) {
     const int64_t M = pick(0, 4) == 0 ? pick(3, 140) : pick(0, 3) == 0 ? 128 * pick(1, 20) + pick(1, 8) : pick(3, 9000);
     const int64_t N = pick(1, 9000);
@@ -33,6 +33,10 @@ static void test_invariants(std::mt19937_64& rng) {
       d.fused_clusters[s] = s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : 1 << 20);
       d.predecoded_clusters[s] = s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : 1 << 20);
       d.predecoded_wide_clusters[s] =
+          s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
+      d.predecoded_small_clusters[s] =
+          s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
+      d.predecoded_tiny_clusters[s] =
           s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
     }
     const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
@@ -51,14 +55,19 @@ static void test_invariants(std::mt19937_64& rng) {
     }
     const bool pre = g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent || g.path == GemmPath::kStreamK;
     const bool sk = g.path == GemmPath::kStreamK;
-    const bool wide = g.tile_x == kTileXWide;
-    CHECK(g.tile_x == kTileX || (pre && wide), "tile %d on %s", g.tile_x, path_name(g.path));
+    const bool wide = g.tile_x == kTileXWide, small = g.tile_x == kTileXSmall, tiny = g.tile_x == kTileXTiny;
+    CHECK(g.tile_x == kTileX || (pre && wide) || ((small || tiny) && g.path == GemmPath::kPredecoded),
+          "tile %d on %s", g.tile_x, path_name(g.path));
     const int64_t tiles_w = (N + 127) / 128, tiles_x = (M + g.tile_x - 1) / g.tile_x, tiles = tiles_w * tiles_x * L;
     const int32_t num_kb = static_cast<int32_t>((K + 127) / 128);
     CHECK(g.tiles_w == tiles_w && g.tiles_x == tiles_x && g.tiles == tiles && g.num_kb == num_kb, "tiles");
     CHECK(g.splits >= 1 && g.splits <= kMaxSplits && g.splits <= num_kb, "splits %d of %d blocks", g.splits, num_kb);
     const int(&clusters)[kMaxSplits + 1] =
-        pre ? (wide ? d.predecoded_wide_clusters : d.predecoded_clusters) : d.fused_clusters;
+        pre ? (wide    ? d.predecoded_wide_clusters
+               : small ? d.predecoded_small_clusters
+               : tiny  ? d.predecoded_tiny_clusters
+                       : d.predecoded_clusters)
+            : d.fused_clusters;
     CHECK(g.splits == 1 || clusters[g.splits] >= tiles, "split %d: %d clusters fit, %lld tiles", g.splits,
           clusters[g.splits], static_cast<long long>(tiles));
     CHECK(g.splits == 1 || static_cast<int64_t>(g.splits) * tiles <= d.sm_count, "splits %d x %lld tiles > %d SMs",
@@ -100,8 +109,27 @@ static void test_invariants(std::mt19937_64& rng) {
       CHECK(g.x_box_rows == (M < g.tile_x ? (M + 7) / 8 * 8 : g.tile_x) && g.x_box_rows % 8 == 0, "box rows %d",
             g.x_box_rows);
       // stream-K where its model wins (the tiled plan's tile, recomputed) and the workspace has room
+      // the tiny tile wherever M <= 32, the small one wherever M <= 64 (and not tiny), each where
+      // its tiles do not outnumber the SMs at one split; a lone-CTA plan of either falls back to
+      // the 128-token stream-K plan where that gives the busiest SM under 2/3 of its K blocks
+      const int64_t one_tiles = tiles_w * L;
+      auto lone = [&](const int(&cl)[kMaxSplits + 1]) {
+        return choose_splits_fitting(cl, one_tiles, num_kb, d.sm_count) == 1;
+      };
+      auto fits = [&](const int(&cl)[kMaxSplits + 1]) { return !(lone(cl) && one_tiles > d.sm_count); };
+      const bool tiny0 = M <= kTileXTiny && fits(d.predecoded_tiny_clusters);
+      const bool small0 = !tiny0 && M <= kTileXSmall && fits(d.predecoded_small_clusters);
+      bool fallback = false;
+      StreamKChoice fsk;
+      if ((tiny0 && lone(d.predecoded_tiny_clusters)) || (small0 && lone(d.predecoded_small_clusters))) {
+        fsk = choose_streamk(token_tiling(p, tiles_w, num_kb, d.predecoded_clusters, d.sm_count, kTileX), num_kb,
+                             d.sm_count);
+        fallback = fsk.units > 0 && ws >= token + streamk_workspace_bytes(fsk, kTileX) &&
+                   2 * static_cast<int64_t>(num_kb) > 3 * (fsk.units + kStreamKFixupBlocks);
+      }
+      const bool tiny_due = tiny0 && !fallback, small_due = small0 && !fallback;
       const TokenTiling tt = choose_token_tile(p, tiles_w, num_kb, d);
-      const StreamKChoice skc = choose_streamk(tt, num_kb, d.sm_count);
+      const StreamKChoice skc = fallback ? fsk : small || tiny ? StreamKChoice{} : choose_streamk(tt, num_kb, d.sm_count);
       CHECK(sk == (skc.units > 0), "stream-K rule: %s, units %lld", path_name(g.path), static_cast<long long>(skc.units));
       CHECK(sk || (g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
       // the tile rule, recomputed: the wide tile only where it needs fewer token tiles and the
@@ -120,10 +148,14 @@ static void test_invariants(std::mt19937_64& rng) {
         }
         return (t / d.sm_count * num_kb + last) * tx;
       };
+      CHECK(tiny == tiny_due && small == small_due, "small / tiny tile rule: %lld tokens, tile %d",
+            static_cast<long long>(M), g.tile_x);
+      tiny_seen += tiny;
       const bool fewer = (M + kTileXWide - 1) / kTileXWide < (M + kTileX - 1) / kTileX;
-      CHECK(wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
-                                  31 * span(kTileX, d.predecoded_clusters)),
+      CHECK(small || tiny || fallback || wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
+                                           31 * span(kTileX, d.predecoded_clusters)),
             "tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
+      small_seen += small;
       wide_seen += wide;
       wide_persistent_seen += wide && g.path == GemmPath::kPersistent;
     } else {
@@ -218,10 +250,12 @@ static void test_invariants(std::mt19937_64& rng) {
     }
   }
   CHECK(pre_seen > 100 && persistent_seen > 20 && fused_seen > 100 && short_seen > 50 && wide_seen > 20 &&
-            wide_persistent_seen > 5 && tail_seen > 3 && streamk_seen > 3,
+            wide_persistent_seen > 5 && tail_seen > 3 && streamk_seen > 3 && small_seen > 5 &&
+            tiny_seen > 5,
         "coverage of the random cases: pre %d (persistent %d, tail %d, stream-K %d) fused %d (short %d) wide %d "
-        "(persistent %d)",
-        pre_seen, persistent_seen, tail_seen, streamk_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen);
+        "(persistent %d) small %d tiny %d",
+        pre_seen, persistent_seen, tail_seen, streamk_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen,
+        small_seen, tiny_seen);
 }
 
 // ---------------------------------------------------------------------------
@@ -266,6 +300,16 @@ static void test_token_tile() {
       {1030, 2000, 2080, 2, 136, 8, GemmPath::kPersistent, 1},  // 256 tiles against 288
       {137, 2048, 8192, 1, 128, 2, GemmPath::kPredecoded, 4},
       {200, 4096, 4096, 1, 128, 2, GemmPath::kPredecoded, 2},
+      // the 64-token tile (M <= 64 on the pre-decoded path, split-K only)
+      {64, 7168, 7168, 1, 64, 1, GemmPath::kPredecoded, 2},     // 56 tiles
+      {64, 4096, 14336, 1, 64, 1, GemmPath::kPredecoded, 4},    // 32 tiles
+      {64, 14336, 4096, 1, 64, 1, GemmPath::kPredecoded, 1},    // 112 tiles
+      {64, 2048, 8192, 3, 64, 1, GemmPath::kPredecoded, 2},     // 48 tiles, batches
+      {64, 28672, 4096, 1, 128, 1, GemmPath::kPersistent, 1},   // 224 tiles: no persistent small instance
+      // the 32-token tile (M <= 32 on the pre-decoded path, split-K only; fewer than 4096 weight rows,
+      // else the decode kernel)
+      {32, 2048, 16384, 1, 32, 1, GemmPath::kPredecoded, 8},    // 16 tiles, clusters of 8
+      {32, 3968, 7168, 1, 32, 1, GemmPath::kPredecoded, 4},     // 31 tiles
   };
   for (const TileWant& w : wants) {
     for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
@@ -277,8 +321,8 @@ static void test_token_tile() {
             static_cast<long long>(w.L), g.tile_x, static_cast<long long>(g.tiles_x), path_name(g.path), g.splits,
             w.tile_x, static_cast<long long>(w.tiles_x), path_name(w.path), w.splits);
       const int64_t tiles = (w.N + 127) / 128 * w.tiles_x * w.L;
-      CHECK(g.tiles == tiles && g.x_box_rows == w.tile_x, "tiles %lld, box %d", static_cast<long long>(g.tiles),
-            g.x_box_rows);
+      CHECK(g.tiles == tiles && g.x_box_rows == (w.M < w.tile_x ? (w.M + 7) / 8 * 8 : w.tile_x), "tiles %lld, box %d",
+            static_cast<long long>(g.tiles), g.x_box_rows);
       if (g.path == GemmPath::kPredecoded)
         CHECK(g.grid[0] == static_cast<uint32_t>((w.N + 127) / 128 * w.splits) && g.grid[1] == w.tiles_x &&
                   g.grid[2] == w.L,
@@ -355,10 +399,16 @@ static void test_streamk() {
     const GemmPlan r = plan_gemm(p, dev, g.workspace_bytes - 1);
     CHECK(r.path != GemmPath::kStreamK && r.workspace_bytes == token, "short workspace: %s", path_name(r.path));
   }
-  // the swapped 8500 x 64 x 4096: 67 weight tiles of one token tile, 17 units per CTA
+  // the swapped 8500 x 64 x 4096: 67 weight tiles of one token tile. The 64-token tile would run
+  // them one CTA each (32 K blocks on the busiest SM); the 128-token stream-K plan, 17 units per
+  // CTA on 127 CTAs, gives it 21 (+ 4 for the fix-up) < 2/3 x 32: stream-K (plan_gemm's fallback)
   const GemmPlan s = plan_gemm(gemm_roles(dense(8500, 64, 4096)), dev, SIZE_MAX);
-  CHECK(s.path == GemmPath::kStreamK && s.sk_units == 17 && s.grid[0] == 127, "8500x64x4096: %s, %lld units",
-        path_name(s.path), static_cast<long long>(s.sk_units));
+  CHECK(s.path == GemmPath::kStreamK && s.tile_x == kTileX && s.sk_units == 17 && s.grid[0] == 127,
+        "8500x64x4096: %s, tile %d, %lld units", path_name(s.path), s.tile_x, static_cast<long long>(s.sk_units));
+  // 8500 x 64 x 2048 (16 blocks): stream-K would give 8 + 4 > 2/3 x 16: the 64-token tile, one CTA per tile
+  const GemmPlan s2 = plan_gemm(gemm_roles(dense(8500, 64, 2048)), dev, SIZE_MAX);
+  CHECK(s2.path == GemmPath::kPredecoded && s2.tile_x == kTileXSmall && s2.splits == 1 && s2.grid[0] == 67,
+        "8500x64x2048: %s, tile %d", path_name(s2.path), s2.tile_x);
 }
 
 // ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@
 //        lanes fetch the scales by cp.async / plain loads where TMA alignment rules
 //        forbid it). Warps 1..3 only join the epilogue.
 //   WG1, WG2 (setmaxnreg 224): consumers, 64 weight rows each, weight fragments decoded
-//        into registers (RS wgmma m64nXk16, X = the token tile, 128 or 136); the decode of
+//        into registers (RS wgmma m64nXk16, X = the token tile, 128, 136, 64 or 32); the decode of
 //        block i+1 runs while the wgmma group of block i is in flight; the accumulator is
 //        promoted every few K blocks into a round-to-nearest fp32 sum
 //        (accumulator_promotion.cuh).
@@ -55,23 +55,37 @@ namespace nvfp4::sm90 {
 //       and the promoted sum are X/2 floats each, plus 64 for the two fragment sets: 192 of
 //       the 224 at X = 128, 200 at 136, 208 at 144, 224 at 160) and shared memory (a 5-stage
 //       ring is 210 KB at 128, 220 KB at 136; 144 would need 4 stages to fit 227 KB).
+//  64: the dense GEMM's third instance, for M <= 64 (gemm_schedule.hpp choose_token_tile): a
+//      128-token tile there multiplies as many zero columns as tokens. A K block of the
+//      128-token tile is tensor-bound at one CTA per SM (16 wgmma = 2.1 M FMA, ~1,000 cycles,
+//      against ~600 cycles for its 9 KB of weights at 1/132 of HBM). Its stage is 26 KB, so
+//      the ring holds 8 (208 KB). H100 (session 25): 64 x 7168^2 30.4 -> 25.4 µs, 64 x
+//      4096x14336 36.1 -> 30.0, 64 x 14336x4096 32.7 -> 28.1; still ~2.5x the HBM floor:
+//      the weight decode into fragments bounds it, not the bytes (the 32-token tile takes
+//      23.2 µs at M = 4 as at M = 32 on 7168^2).
 constexpr int kTokenTile = 128;
 constexpr int kTokenTileWide = 136;
+constexpr int kTokenTileSmall = 64;
+//  32: its fourth, for M <= 32 (a quarter of the 128-token tile's tensor work); 12 stages of 18 KB.
+constexpr int kTokenTileTiny = 32;
 
-// kTileX = tokens per tile (kTokenTile or kTokenTileWide): the wgmma N, the token TMA box's
-// rows (at most), the accumulator's size (kTileX / 2 floats per consumer thread).
+// kTileX = tokens per tile (kTokenTile, kTokenTileWide, kTokenTileSmall or kTokenTileTiny): the wgmma N, the
+// token TMA box's rows (at most), the accumulator's size (kTileX / 2 floats per consumer thread).
 template <int kTileX>
 struct MainloopRSPredecodedT {
-  static_assert(kTileX == kTokenTile || kTileX == kTokenTileWide, "a token tile with a wgmma wrapper");
+  static_assert(kTileX == kTokenTile || kTileX == kTokenTileWide || kTileX == kTokenTileSmall ||
+                    kTileX == kTokenTileTiny,
+                "a token tile with a wgmma wrapper");
   static constexpr int kBlockW = 128;
   static constexpr int kBlockX = kTileX;
   static constexpr int kAccRegs = kBlockX / 2;  // fp32 accumulator values per consumer thread
   static constexpr int kBlockK = 128;
   static constexpr int kPackedRow = kBlockK / 2;
   static constexpr int kSfRow = kBlockK / 16;
-  // 5 stages at either width: a stage is 42 KB (32 KB of tokens) at 128 tokens, 44 KB at
-  // 136; 5 x 44 KB + barriers + the 1 KB alignment = 222 KB <= 227 KB (static_assert below).
-  static constexpr int kStages = 5;
+  // 5 stages at 128 and 136 tokens: a stage is 42 KB (32 KB of tokens) at 128, 44 KB at 136;
+  // 5 x 44 KB + barriers + the 1 KB alignment = 222 KB <= 227 KB (static_assert below). 8 at 64
+  // tokens (26 KB stages), 12 at 32 (18 KB).
+  static constexpr int kStages = kTileX == kTokenTileTiny ? 12 : kTileX == kTokenTileSmall ? 8 : 5;
   // Every consumer lane arrives on the empty barrier (its own reads released by its own
   // arrive). With one arrive per warp after __syncwarp, racecheck reported a hazard
   // between the blocked scales' bulk copy and the lanes' scale reads (the PTX model does
@@ -240,8 +254,15 @@ struct MainloopRSPredecodedT {
 #pragma unroll
       for (int ks = 0; ks < 8; ++ks) {
         const uint32_t off = (ks >> 2) * kXAtomBytes + (ks & 3) * 32;
-        ptx::wgmma_m64n136k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
-                                 ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
+        if constexpr (kBlockX == kTokenTileWide)
+          ptx::wgmma_m64n136k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
+                                   ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
+        else if constexpr (kBlockX == kTokenTileSmall)
+          ptx::wgmma_m64n64k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
+                                  ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
+        else
+          ptx::wgmma_m64n32k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
+                                  ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
       }
       ptx::wgmma_commit();
     }
