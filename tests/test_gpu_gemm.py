@@ -77,14 +77,14 @@ def test_gemm_out_dtypes(dev, M, N, K, L, out_dtype, backend, rng):
 
 
 # ---------------------------------------------------------------------------
-# GEMM: the pre-decoded kernels' 136-, 64- and 32-token tiles (sm90a)
+# GEMM: the pre-decoded kernels' 136-, 96-, 64- and 32-token tiles (sm90a)
 # ---------------------------------------------------------------------------
 
 IS_SM90 = HAVE_GPU and _nvfp4_ext.device_info(0)["backend"] == "sm90a"
 needs_sm90 = pytest.mark.skipif(not IS_SM90, reason="the token tiles are sm90a's (a CC 9.0 device)")
 
 # M just above a multiple of 128: where the 136-token instance needs fewer token tiles for
-# less work, the plan runs it; at most 64 (32) tokens: the 64- (32-) token instance (split-K only)
+# less work, the plan runs it; at most 32 / 64 / 96 tokens: the 32- / 64- / 96-token instance (split-K only)
 # (cpp/src/sm90/gemm_schedule.hpp choose_token_tile; the same shapes on an H100's 132 SMs in
 # tests/sm90_host/gemm_schedule_test.cpp test_token_tile).
 # (M, N, K, L, token tile, kernel) on 132 SMs.
@@ -105,7 +105,12 @@ TOKEN_TILE = [
     (64, 256, 16384, 1, 64, "predecoded"),     # clusters of 8 (the run-time split reduction)
     (64, 14336, 4096, 1, 64, "predecoded"),    # 112 tiles, one CTA each
     (64, 28672, 4096, 1, 128, "streamk"),      # 224 tiles: no small persistent kernel, the 128-token plan
-    (65, 7168, 7168, 1, 128, "predecoded"),    # one token more: the 128-token tile
+    (65, 7168, 7168, 1, 96, "predecoded"),     # one token more: the 96-token tile, clusters of 2
+    (96, 4096, 14336, 1, 96, "predecoded"),    # clusters of 4
+    (80, 2048, 8192, 3, 96, "predecoded"),     # batches, an 80-row token box
+    (70, 3000, 2080, 2, 96, "predecoded"),     # staged weight scales, N and K tails, batches
+    (96, 256, 16384, 1, 96, "predecoded"),     # clusters of 8 (the run-time split reduction)
+    (97, 7168, 7168, 1, 128, "predecoded"),    # one token more: the 128-token tile
     (32, 2048, 16384, 1, 32, "predecoded"),    # the 32-token tile (M <= 32 below the decode route's rows)
     (17, 3900, 7168, 1, 32, "predecoded"),     # clusters of 4, a 24-row token box, N tail (60 rows)
     (25, 1000, 8192, 3, 32, "predecoded"),     # batches, clusters of 5 (the run-time split reduction)

@@ -82,10 +82,11 @@ for be in backends:
         # split reduction, 17 token rows per CTA). Then stream-K (kernel/gemm_streamk.cuh; 132 SMs): 70
         # tiles of 32 blocks cut into 17-block ranges (tiles over three CTAs), 144 tiles in two batches;
         # last the persistent kernel (256 wide tiles of 17 blocks, M / N / K tails). The first case
-        # (40 tokens) runs the 64-token instance (M <= 64); 72 tokens the 128-token one on the same
-        # split; 64 x 256 x 16384 the 64-token instance in clusters of 8, 25 x 1000 x 8192 (3 batches) the
-        # 32-token one in clusters of 5.
-        for M, N, K, L in [(40, 4096, 16384, 1), (72, 4096, 16384, 1), (64, 256, 16384, 1), (25, 1000, 8192, 3),
+        # (40 tokens) runs the 64-token instance (M <= 64); 72 tokens the 96-token one, 100 tokens the
+        # 128-token one (clusters of 8); 64 x 256 x 16384 the 64-token instance in clusters of 8, 25 x 1000 x
+        # 8192 (3 batches) the 32-token one in clusters of 5.
+        for M, N, K, L in [(40, 4096, 16384, 1), (72, 1024, 16384, 1), (100, 1024, 16384, 1), (64, 256, 16384, 1),
+                           (25, 1000, 8192, 3),
                            (1030, 136, 2080, 2),
                            (300, 7000, 2048, 1), (300, 5000, 1024, 1), (129, 2048, 8192, 1), (640, 1792, 4096, 1),
                            (300, 3000, 4096, 2), (1030, 2000, 2080, 2)]:

@@ -46,9 +46,10 @@ inline GemmProblem dense(int64_t M, int64_t N, int64_t K, int64_t L = 1, nvfp4_s
 inline GemmDeviceNumbers h100() {
   GemmDeviceNumbers d;
   d.sm_count = 132;
-  for (int s = 0; s <= kMaxSplits; ++s)
-    d.fused_clusters[s] = d.predecoded_clusters[s] = d.predecoded_wide_clusters[s] = d.predecoded_small_clusters[s] =
-        d.predecoded_tiny_clusters[s] = 1 << 20;
+  for (int s = 0; s <= kMaxSplits; ++s) {
+    d.fused_clusters[s] = d.predecoded_clusters[s] = d.predecoded_wide_clusters[s] = 1 << 20;
+    for (int i = 0; i < kSplitTiles; ++i) d.predecoded_split_clusters[i][s] = 1 << 20;
+  }
   return d;
 }
 

@@ -143,12 +143,14 @@ static void test_known_shapes() {
     CHECK(g.workspace_bytes == token + (g.stage_w ? staged_sf_bytes(w.N, w.K, w.L) : 0) +
                                    (g.stage_x ? staged_sf_bytes(w.M, w.K, w.L) : 0),
           "workspace %zu", g.workspace_bytes);
-    // the 32- / 64-token tile where the pre-decoded path has at most 32 / 64 tokens (none of 128k+1..136k here)
-    const int tile = pre && w.M <= kTileXTiny ? kTileXTiny : pre && w.M <= kTileXSmall ? kTileXSmall : 128;
-    CHECK(g.stages == (pre ? (tile == kTileXTiny    ? kPredecodedTinyStages
-                              : tile == kTileXSmall ? kPredecodedSmallStages
-                                                    : kPredecodedStages)
-                           : kFusedStages),
+    // the 32- / 64- / 96-token tile where the pre-decoded path has at most 32 / 64 / 96 tokens (none
+    // of 128k+1..136k here)
+    const int tile = !pre ? 128 : w.M <= 32 ? 32 : w.M <= 64 ? 64 : w.M <= 96 ? 96 : 128;
+    CHECK(g.stages == (!pre          ? kFusedStages
+                       : tile == 32 ? 12
+                       : tile == 64 ? 8
+                       : tile == 96 ? 6
+                                    : kPredecodedStages),
           "stages %d", g.stages);
     CHECK(g.tile_x == tile, "%lld tokens: tile %d", static_cast<long long>(w.M), g.tile_x);
     CHECK(g.x_box_rows == (w.M < tile ? (w.M + 7) / 8 * 8 : tile), "box rows %d", g.x_box_rows);  // both paths

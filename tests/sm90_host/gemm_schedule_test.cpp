@@ -20,7 +20,7 @@
 static void test_invariants(std::mt19937_64& rng) {
   auto pick = [&](int64_t lo, int64_t hi) { return std::uniform_int_distribution<int64_t>(lo, hi)(rng); };
   int pre_seen = 0, persistent_seen = 0, fused_seen = 0, short_seen = 0, wide_seen = 0, wide_persistent_seen = 0;
-  int tail_seen = 0, streamk_seen = 0, small_seen = 0, tiny_seen = 0;
+  int tail_seen = 0, streamk_seen = 0, split_seen[kSplitTiles] = {};
   for (int iter = 0; iter < 4000; ++iter) {
     const int64_t M = pick(0, 4) == 0 ? pick(3, 140) : pick(0, 3) == 0 ? 128 * pick(1, 20) + pick(1, 8) : pick(3, 9000);
     const int64_t N = pick(1, 9000);
@@ -34,10 +34,9 @@ static void test_invariants(std::mt19937_64& rng) {
       d.predecoded_clusters[s] = s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : 1 << 20);
       d.predecoded_wide_clusters[s] =
           s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
-      d.predecoded_small_clusters[s] =
-          s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
-      d.predecoded_tiny_clusters[s] =
-          s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
+      for (int i = 0; i < kSplitTiles; ++i)
+        d.predecoded_split_clusters[i][s] =
+            s < 2 ? 1 << 20 : static_cast<int>(pick(0, 3) == 0 ? pick(0, 64) : d.predecoded_clusters[s]);
     }
     const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
     const GemmPlan g = plan_gemm(p, d, ws);
@@ -55,18 +54,20 @@ static void test_invariants(std::mt19937_64& rng) {
     }
     const bool pre = g.path == GemmPath::kPredecoded || g.path == GemmPath::kPersistent || g.path == GemmPath::kStreamK;
     const bool sk = g.path == GemmPath::kStreamK;
-    const bool wide = g.tile_x == kTileXWide, small = g.tile_x == kTileXSmall, tiny = g.tile_x == kTileXTiny;
-    CHECK(g.tile_x == kTileX || (pre && wide) || ((small || tiny) && g.path == GemmPath::kPredecoded),
+    const bool wide = g.tile_x == kTileXWide;
+    int split = -1;  // the index of a split-only tile, recomputed
+    for (int i = 0; i < kSplitTiles; ++i)
+      if (g.tile_x == kTileXSplit[i]) split = i;
+    CHECK(g.tile_x == kTileX || (pre && wide) || (split >= 0 && g.path == GemmPath::kPredecoded),
           "tile %d on %s", g.tile_x, path_name(g.path));
+    CHECK(!pre || g.stages == (split >= 0 ? kPredecodedSplitStages[split] : kPredecodedStages), "stages %d",
+          g.stages);
     const int64_t tiles_w = (N + 127) / 128, tiles_x = (M + g.tile_x - 1) / g.tile_x, tiles = tiles_w * tiles_x * L;
     const int32_t num_kb = static_cast<int32_t>((K + 127) / 128);
     CHECK(g.tiles_w == tiles_w && g.tiles_x == tiles_x && g.tiles == tiles && g.num_kb == num_kb, "tiles");
     CHECK(g.splits >= 1 && g.splits <= kMaxSplits && g.splits <= num_kb, "splits %d of %d blocks", g.splits, num_kb);
     const int(&clusters)[kMaxSplits + 1] =
-        pre ? (wide    ? d.predecoded_wide_clusters
-               : small ? d.predecoded_small_clusters
-               : tiny  ? d.predecoded_tiny_clusters
-                       : d.predecoded_clusters)
+        pre ? (wide ? d.predecoded_wide_clusters : split >= 0 ? d.predecoded_split_clusters[split] : d.predecoded_clusters)
             : d.fused_clusters;
     CHECK(g.splits == 1 || clusters[g.splits] >= tiles, "split %d: %d clusters fit, %lld tiles", g.splits,
           clusters[g.splits], static_cast<long long>(tiles));
@@ -109,27 +110,30 @@ static void test_invariants(std::mt19937_64& rng) {
       CHECK(g.x_box_rows == (M < g.tile_x ? (M + 7) / 8 * 8 : g.tile_x) && g.x_box_rows % 8 == 0, "box rows %d",
             g.x_box_rows);
       // stream-K where its model wins (the tiled plan's tile, recomputed) and the workspace has room
-      // the tiny tile wherever M <= 32, the small one wherever M <= 64 (and not tiny), each where
-      // its tiles do not outnumber the SMs at one split; a lone-CTA plan of either falls back to
-      // the 128-token stream-K plan where that gives the busiest SM under 2/3 of its K blocks
+      // the smallest split-only tile (32, 64, 96) holding M whose tiles do not outnumber the SMs at
+      // one split; a lone-CTA plan of one falls back to the 128-token stream-K plan where that gives
+      // the busiest SM under 2/3 (the 96-token tile: 5/6) of its K blocks
       const int64_t one_tiles = tiles_w * L;
       auto lone = [&](const int(&cl)[kMaxSplits + 1]) {
         return choose_splits_fitting(cl, one_tiles, num_kb, d.sm_count) == 1;
       };
       auto fits = [&](const int(&cl)[kMaxSplits + 1]) { return !(lone(cl) && one_tiles > d.sm_count); };
-      const bool tiny0 = M <= kTileXTiny && fits(d.predecoded_tiny_clusters);
-      const bool small0 = !tiny0 && M <= kTileXSmall && fits(d.predecoded_small_clusters);
+      const int tx_split[kSplitTiles] = {32, 64, 96};
+      const int64_t ratio[kSplitTiles][2] = {{3, 2}, {3, 2}, {6, 5}};
+      int split0 = -1;
+      for (int i = kSplitTiles - 1; i >= 0; --i)
+        if (M <= tx_split[i] && fits(d.predecoded_split_clusters[i])) split0 = i;
       bool fallback = false;
       StreamKChoice fsk;
-      if ((tiny0 && lone(d.predecoded_tiny_clusters)) || (small0 && lone(d.predecoded_small_clusters))) {
+      if (split0 >= 0 && lone(d.predecoded_split_clusters[split0])) {
         fsk = choose_streamk(token_tiling(p, tiles_w, num_kb, d.predecoded_clusters, d.sm_count, kTileX), num_kb,
                              d.sm_count);
         fallback = fsk.units > 0 && ws >= token + streamk_workspace_bytes(fsk, kTileX) &&
-                   2 * static_cast<int64_t>(num_kb) > 3 * (fsk.units + kStreamKFixupBlocks);
+                   ratio[split0][1] * static_cast<int64_t>(num_kb) > ratio[split0][0] * (fsk.units + kStreamKFixupBlocks);
       }
-      const bool tiny_due = tiny0 && !fallback, small_due = small0 && !fallback;
+      const int split_due = fallback ? -1 : split0;
       const TokenTiling tt = choose_token_tile(p, tiles_w, num_kb, d);
-      const StreamKChoice skc = fallback ? fsk : small || tiny ? StreamKChoice{} : choose_streamk(tt, num_kb, d.sm_count);
+      const StreamKChoice skc = fallback ? fsk : split >= 0 ? StreamKChoice{} : choose_streamk(tt, num_kb, d.sm_count);
       CHECK(sk == (skc.units > 0), "stream-K rule: %s, units %lld", path_name(g.path), static_cast<long long>(skc.units));
       CHECK(sk || (g.path == GemmPath::kPersistent) == (g.splits == 1 && tiles > d.sm_count), "persistent rule");
       // the tile rule, recomputed: the wide tile only where it needs fewer token tiles and the
@@ -148,14 +152,12 @@ static void test_invariants(std::mt19937_64& rng) {
         }
         return (t / d.sm_count * num_kb + last) * tx;
       };
-      CHECK(tiny == tiny_due && small == small_due, "small / tiny tile rule: %lld tokens, tile %d",
-            static_cast<long long>(M), g.tile_x);
-      tiny_seen += tiny;
+      CHECK(split == split_due, "split-only tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
+      if (split >= 0) ++split_seen[split];
       const bool fewer = (M + kTileXWide - 1) / kTileXWide < (M + kTileX - 1) / kTileX;
-      CHECK(small || tiny || fallback || wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
+      CHECK(split >= 0 || fallback || wide == (fewer && 32 * span(kTileXWide, d.predecoded_wide_clusters) <=
                                            31 * span(kTileX, d.predecoded_clusters)),
             "tile rule: %lld tokens, tile %d", static_cast<long long>(M), g.tile_x);
-      small_seen += small;
       wide_seen += wide;
       wide_persistent_seen += wide && g.path == GemmPath::kPersistent;
     } else {
@@ -250,12 +252,12 @@ static void test_invariants(std::mt19937_64& rng) {
     }
   }
   CHECK(pre_seen > 100 && persistent_seen > 20 && fused_seen > 100 && short_seen > 50 && wide_seen > 20 &&
-            wide_persistent_seen > 5 && tail_seen > 3 && streamk_seen > 3 && small_seen > 5 &&
-            tiny_seen > 5,
+            wide_persistent_seen > 5 && tail_seen > 3 && streamk_seen > 3 && split_seen[0] > 5 && split_seen[1] > 5 &&
+            split_seen[2] > 5,
         "coverage of the random cases: pre %d (persistent %d, tail %d, stream-K %d) fused %d (short %d) wide %d "
-        "(persistent %d) small %d tiny %d",
+        "(persistent %d) split-only 32 / 64 / 96: %d %d %d",
         pre_seen, persistent_seen, tail_seen, streamk_seen, fused_seen, short_seen, wide_seen, wide_persistent_seen,
-        small_seen, tiny_seen);
+        split_seen[0], split_seen[1], split_seen[2]);
 }
 
 // ---------------------------------------------------------------------------
@@ -310,6 +312,13 @@ static void test_token_tile() {
       // else the decode kernel)
       {32, 2048, 16384, 1, 32, 1, GemmPath::kPredecoded, 8},    // 16 tiles, clusters of 8
       {32, 3968, 7168, 1, 32, 1, GemmPath::kPredecoded, 4},     // 31 tiles
+      // the 96-token tile (M = 65..96, split-K only)
+      {65, 7168, 7168, 1, 96, 1, GemmPath::kPredecoded, 2},     // 56 tiles
+      {96, 4096, 14336, 1, 96, 1, GemmPath::kPredecoded, 4},    // 32 tiles
+      {96, 14336, 4096, 1, 96, 1, GemmPath::kPredecoded, 1},    // 112 tiles
+      {80, 2048, 8192, 3, 96, 1, GemmPath::kPredecoded, 2},     // 48 tiles, batches
+      {97, 7168, 7168, 1, 128, 1, GemmPath::kPredecoded, 2},    // one token more: the 128-token tile
+      {96, 28672, 4096, 1, 128, 1, GemmPath::kPersistent, 1},   // 224 tiles: no persistent 96 instance
   };
   for (const TileWant& w : wants) {
     for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED}) {
@@ -379,7 +388,7 @@ static void test_streamk() {
       {4096, 4096, 4096, GemmPath::kPersistent, 128, 0, 0},  // 249 + 4 against 256
       {128, 7168, 7168, GemmPath::kPredecoded, 128, 0, 0},   // 56 tiles split 2: 24 + 4 against 28
       {1024, 2048, 4096, GemmPath::kPredecoded, 128, 0, 0},  // 128 tiles: 32 + 4 against 32
-      {65, 256, 16384, GemmPath::kPredecoded, 128, 0, 0},    // 2 tiles: 2 units per CTA, > 3 CTAs per tile
+      {97, 256, 16384, GemmPath::kPredecoded, 128, 0, 0},    // 2 tiles: 2 units per CTA, > 3 CTAs per tile
   };
   for (const SkWant& w : wants) {
     const GemmProblem p = dense(w.M, w.N, w.K);
@@ -407,7 +416,7 @@ static void test_streamk() {
         "8500x64x4096: %s, tile %d, %lld units", path_name(s.path), s.tile_x, static_cast<long long>(s.sk_units));
   // 8500 x 64 x 2048 (16 blocks): stream-K would give 8 + 4 > 2/3 x 16: the 64-token tile, one CTA per tile
   const GemmPlan s2 = plan_gemm(gemm_roles(dense(8500, 64, 2048)), dev, SIZE_MAX);
-  CHECK(s2.path == GemmPath::kPredecoded && s2.tile_x == kTileXSmall && s2.splits == 1 && s2.grid[0] == 67,
+  CHECK(s2.path == GemmPath::kPredecoded && s2.tile_x == kTileXSplit[1] && s2.splits == 1 && s2.grid[0] == 67,
         "8500x64x2048: %s, tile %d", path_name(s2.path), s2.tile_x);
 }
 

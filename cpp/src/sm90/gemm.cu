@@ -16,7 +16,7 @@
 //     e.g. 640 x 7168 x 7168: 2 rounds + 16 tiles over clusters of 8, -14% against a third
 //     round). Both in two token-tile widths: 128, and 136 where that
 //     needs fewer tiles for less work (gemm_schedule.hpp choose_token_tile: e.g. M = 129..136
-//     in one tile instead of two); the split-K kernel also at 64 and 32 tokens for M <= 64 / 32.
+//     in one tile instead of two); the split-K kernel also at 32, 64 and 96 tokens for M <= 32 / 64 / 96.
 // Where B has few rows and A many, the roles swap (gemm_plan.hpp swap_roles: Cᵀ = B·Aᵀ).
 // Scales that no TMA box can read (K % 256 != 0 in the linear layout, K % 128 != 0 blocked)
 // are first staged into the workspace (kernel/scale_stage.cuh, scale_stage.cu).
@@ -52,8 +52,6 @@ namespace {
 using Mainloop = MainloopRS;
 using MainloopPre = MainloopRSPredecodedT<kTileX>;
 using MainloopPreWide = MainloopRSPredecodedT<kTileXWide>;
-using MainloopPreSmall = MainloopRSPredecodedT<kTileXSmall>;
-using MainloopPreTiny = MainloopRSPredecodedT<kTileXTiny>;
 
 static_assert(Mainloop::kBlockW == kTileW && Mainloop::kBlockX == kTileX && Mainloop::kBlockK == kBlockK &&
                   MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX && MainloopPre::kBlockK == kBlockK,
@@ -61,27 +59,34 @@ static_assert(Mainloop::kBlockW == kTileW && Mainloop::kBlockX == kTileX && Main
 static_assert(kTileX == kTokenTile && kTileXWide == kTokenTileWide && MainloopPreWide::kBlockW == kTileW &&
                   MainloopPreWide::kBlockX == kTileXWide && MainloopPreWide::kBlockK == kBlockK,
               "gemm_schedule.hpp's wide tile is the wide kernels' tile");
-static_assert(kTileXSmall == kTokenTileSmall && MainloopPreSmall::kBlockW == kTileW &&
-                  MainloopPreSmall::kBlockX == kTileXSmall && MainloopPreSmall::kBlockK == kBlockK &&
-                  MainloopPreSmall::kThreads == MainloopPre::kThreads,
-              "gemm_schedule.hpp's small tile is the small kernel's tile");
-static_assert(kTileXTiny == kTokenTileTiny && MainloopPreTiny::kBlockW == kTileW &&
-                  MainloopPreTiny::kBlockX == kTileXTiny && MainloopPreTiny::kBlockK == kBlockK &&
-                  MainloopPreTiny::kThreads == MainloopPre::kThreads && MainloopPreTiny::kStages == kPredecodedTinyStages,
-              "gemm_schedule.hpp's tiny tile is the tiny kernel's tile");
+// The split-only tiles (gemm_schedule.hpp kTileXSplit), smallest first.
+template <int i>
+using MainloopPreSplit = MainloopRSPredecodedT<kTileXSplit[i]>;
+template <int i>
+constexpr bool split_tile_matches() {
+  using M = MainloopPreSplit<i>;
+  return M::kBlockW == kTileW && M::kBlockX == kTileXSplit[i] && M::kBlockK == kBlockK &&
+         M::kThreads == MainloopPre::kThreads && M::kStages == kPredecodedSplitStages[i];
+}
+static_assert(kSplitTiles == 3 && kTileXSplit[0] == kTokenTileTiny && kTileXSplit[1] == kTokenTileSmall &&
+                  kTileXSplit[2] == kTokenTileMid && split_tile_matches<0>() && split_tile_matches<1>() &&
+                  split_tile_matches<2>(),
+              "gemm_schedule.hpp's split-only tiles are the kernels' tiles");
 static_assert(Mainloop::kStages == kFusedStages && MainloopPre::kStages == kPredecodedStages &&
-                  MainloopPreWide::kStages == kPredecodedStages && MainloopPreSmall::kStages == kPredecodedSmallStages,
+                  MainloopPreWide::kStages == kPredecodedStages,
               "ring stages");
 static_assert(Mainloop::kPackedRow == kFp4BoxBytes && Mainloop::kSfTmaCols == kSfBoxCols, "TMA boxes (tma.cu)");
 
 constexpr size_t kSmemFused = dynamic_smem_bytes<Mainloop::SharedStorage>();
 constexpr size_t kSmemPre = dynamic_smem_bytes<MainloopPre::SharedStorage>();
 constexpr size_t kSmemPreWide = dynamic_smem_bytes<MainloopPreWide::SharedStorage>();
-constexpr size_t kSmemPreSmall = dynamic_smem_bytes<MainloopPreSmall::SharedStorage>();
-constexpr size_t kSmemPreTiny = dynamic_smem_bytes<MainloopPreTiny::SharedStorage>();
-// The 64- and 32-token tiles run only as the split-K kernel (gemm_schedule.hpp choose_token_tile).
-constexpr auto kPredecodedSmall = nvfp4_sm90_gemm_predecoded_kernel<kTileXSmall>;
-constexpr auto kPredecodedTiny = nvfp4_sm90_gemm_predecoded_kernel<kTileXTiny>;
+// The split-only tiles run only as the split-K kernel (gemm_schedule.hpp choose_token_tile).
+constexpr size_t kSmemPreSplit[kSplitTiles] = {dynamic_smem_bytes<MainloopPreSplit<0>::SharedStorage>(),
+                                               dynamic_smem_bytes<MainloopPreSplit<1>::SharedStorage>(),
+                                               dynamic_smem_bytes<MainloopPreSplit<2>::SharedStorage>()};
+constexpr decltype(&nvfp4_sm90_gemm_predecoded_kernel<kTileX>) kPredecodedSplit[kSplitTiles] = {
+    nvfp4_sm90_gemm_predecoded_kernel<kTileXSplit[0]>, nvfp4_sm90_gemm_predecoded_kernel<kTileXSplit[1]>,
+    nvfp4_sm90_gemm_predecoded_kernel<kTileXSplit[2]>};
 
 // The pre-decoded kernels of one token-tile width.
 struct PredecodedKernels {
@@ -106,15 +111,15 @@ enum ClusterKernel {
   kClusterFused = 0,
   kClusterPredecoded = 1,
   kClusterPredecodedWide = 2,
-  kClusterPredecodedSmall = 3,
-  kClusterPredecodedTiny = 4
+  kClusterPredecodedSplit = 3,  // + the index in kTileXSplit
+  kClusterKernels = kClusterPredecodedSplit + kSplitTiles
 };
 
 // Clusters of `splits` CTAs of that kernel that can be resident at once (cached per
 // device; a failed query counts as "no limit"). The kernels' shared-memory limits must be
 // raised first (opt_in_gemm_smem).
 int cluster_capacity(ClusterKernel kernel_id, int splits, int device) {
-  static std::atomic<int> cache[5][kMaxSplits + 1][16];  // 0 = not queried yet, else value + 1
+  static std::atomic<int> cache[kClusterKernels][kMaxSplits + 1][16];  // 0 = not queried yet, else value + 1
   const bool cacheable = device >= 0 && device < 16;
   if (cacheable) {
     const int v = cache[kernel_id][splits][device].load(std::memory_order_relaxed);
@@ -124,8 +129,10 @@ int cluster_capacity(ClusterKernel kernel_id, int splits, int device) {
   // (both fused instances have the same threads, shared memory and register cap)
   PredecodedKernels pre =
       kernel_id == kClusterPredecodedWide ? predecoded_kernels<kTileXWide>() : predecoded_kernels<kTileX>();
-  if (kernel_id == kClusterPredecodedSmall) pre = {reinterpret_cast<const void*>(kPredecodedSmall), nullptr, kSmemPreSmall};
-  if (kernel_id == kClusterPredecodedTiny) pre = {reinterpret_cast<const void*>(kPredecodedTiny), nullptr, kSmemPreTiny};
+  if (kernel_id >= kClusterPredecodedSplit) {
+    const int i = kernel_id - kClusterPredecodedSplit;
+    pre = {reinterpret_cast<const void*>(kPredecodedSplit[i]), nullptr, kSmemPreSplit[i]};
+  }
   const void* kernel = fused ? reinterpret_cast<const void*>(kFusedPromoted) : pre.tiled;
   const int n = max_active_clusters(kernel, static_cast<unsigned>(fused ? Mainloop::kThreads : MainloopPre::kThreads),
                                     fused ? kSmemFused : pre.smem, splits);
@@ -142,8 +149,9 @@ nvfp4_status_t opt_in_gemm_smem(int device) {
                       {predecoded_kernels<kTileX>().persistent, kSmemPre},
                       {predecoded_kernels<kTileXWide>().tiled, kSmemPreWide},
                       {predecoded_kernels<kTileXWide>().persistent, kSmemPreWide},
-                      {reinterpret_cast<const void*>(kPredecodedSmall), kSmemPreSmall},
-                      {reinterpret_cast<const void*>(kPredecodedTiny), kSmemPreTiny},
+                      {reinterpret_cast<const void*>(kPredecodedSplit[0]), kSmemPreSplit[0]},
+                      {reinterpret_cast<const void*>(kPredecodedSplit[1]), kSmemPreSplit[1]},
+                      {reinterpret_cast<const void*>(kPredecodedSplit[2]), kSmemPreSplit[2]},
                       {reinterpret_cast<const void*>(nvfp4_sm90_gemm_tail_kernel<kTileX>), kSmemPre},
                       {reinterpret_cast<const void*>(nvfp4_sm90_gemm_tail_kernel<kTileXWide>), kSmemPreWide},
                       {reinterpret_cast<const void*>(nvfp4_sm90_gemm_streamk_kernel<kTileX>), kSmemPre},
@@ -161,9 +169,10 @@ nvfp4_status_t device_numbers(const Exec& exec, GemmDeviceNumbers* d) {
     d->predecoded_clusters[s] = s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecoded, s, exec.device);
     d->predecoded_wide_clusters[s] =
         s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecodedWide, s, exec.device);
-    d->predecoded_small_clusters[s] =
-        s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecodedSmall, s, exec.device);
-    d->predecoded_tiny_clusters[s] = s < 2 ? kNoClusterLimit : cluster_capacity(kClusterPredecodedTiny, s, exec.device);
+    for (int i = 0; i < kSplitTiles; ++i)
+      d->predecoded_split_clusters[i][s] =
+          s < 2 ? kNoClusterLimit
+                : cluster_capacity(static_cast<ClusterKernel>(kClusterPredecodedSplit + i), s, exec.device);
   }
   return NVFP4_SUCCESS;
 }
@@ -239,7 +248,8 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   nvfp4_status_t st = device_numbers(exec, &dev);
   if (st != NVFP4_SUCCESS) return st;
   const GemmPlan plan = plan_gemm(p, dev, usable_workspace(exec));
-  if (((plan.tile_x == kTileXSmall || plan.tile_x == kTileXTiny) && plan.path != GemmPath::kPredecoded) ||
+  const int split_i = split_tile_index(plan.tile_x);
+  if ((split_i >= 0 && plan.path != GemmPath::kPredecoded) ||
       (plan.path != GemmPath::kFused && plan.x_box_rows > plan.tile_x))  // (the kernels' smem tile holds the box)
     return fail(NVFP4_ERROR_INTERNAL, "sm90a gemm: a %d-token tile planned on a path without its kernel or box",
                 plan.tile_x);
@@ -305,13 +315,9 @@ nvfp4_status_t run_gemm(const GemmProblem& p, const Exec& exec, bool tokens_deco
   shape.block = dim3(MainloopPre::kThreads, 1, 1);
   const bool wide = plan.tile_x == kTileXWide;
   shape.smem = wide ? kSmemPreWide : kSmemPre;
-  if (plan.tile_x == kTileXSmall) {  // (split-K only: checked before anything was launched)
-    shape.smem = kSmemPreSmall;
-    return launch(kPredecodedSmall, shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
-  }
-  if (plan.tile_x == kTileXTiny) {
-    shape.smem = kSmemPreTiny;
-    return launch(kPredecodedTiny, shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
+  if (split_i >= 0) {  // (split-K only: checked before anything was launched)
+    shape.smem = kSmemPreSplit[split_i];
+    return launch(kPredecodedSplit[split_i], shape, stream, tmap_w, tmap_xh, tmap_sfw, kp);
   }
   if (streamk) {
     const StreamKParams sk{reinterpret_cast<float*>(ws + plan.sk_partials_offset), sk_flags,

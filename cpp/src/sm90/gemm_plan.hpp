@@ -213,7 +213,7 @@ inline size_t token_workspace_bytes(int64_t rows, int64_t K, int64_t L) {
 // (H200, N = K = 7168: M = 8 40.5 -> 29.3 µs, M = 32 38.3 -> 30.6 µs with the fitted box;
 // bench/NOTES.md "token TMA box fitted to M"). The rest of the smem tile keeps stale data,
 // which only reaches the output columns of tokens >= M, never stored.
-// `tile_x`: the kernel's token tile (kTileX, kTileXWide: M = 129..136 -> a 136-row box, kTileXSmall, kTileXTiny).
+// `tile_x`: the kernel's token tile (kTileX, kTileXWide: M = 129..136 -> a 136-row box, or kTileXSplit's).
 inline int32_t token_box_rows(int64_t rows, int32_t tile_x = kTileX) {
   return rows < tile_x ? static_cast<int32_t>((rows + 7) / 8 * 8) : tile_x;
 }
@@ -236,7 +236,7 @@ struct GemmPlan {
   const char* unsupported = nullptr;  // why the sm90a backend leaves the problem (NOT_SUPPORTED)
   GemmPath path = GemmPath::kEmpty;
   int64_t tiles_w = 0, tiles_x = 0;   // output tiles per batch along N and M
-  int32_t tile_x = kTileX;            // tokens per tile: kTileX, kTileXWide, kTileXSmall, kTileXTiny (pre-decoded)
+  int32_t tile_x = kTileX;            // tokens per tile: kTileX, kTileXWide or kTileXSplit's (pre-decoded)
   int64_t tiles = 0;                  // tiles_w * tiles_x * L
   int32_t num_kb = 0;                 // K blocks
   int splits = 1;                     // CTAs per output tile (split-K over a cluster of `splits` x 1 x 1)
@@ -330,17 +330,18 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.x_box_rows = token_box_rows(p.M);  // the fp4 tokens' box (and their kScaleTma box): fitted below 128
   } else {
     TokenTiling t = choose_token_tile(p, g.tiles_w, g.num_kb, dev);
-    // A 64- / 32-token plan of one CTA per tile (SMs left idle) against the 128-token tile's
-    // stream-K plan over every SM: the small K block costs ~0.6 of a 128-token one (memory- against
-    // tensor-bound, mainloop_rs_predecoded.cuh), so the 128-token stream-K plan where the small
-    // plan's busiest SM would do more than kSmallTileMaxBlockRatio of its blocks (3/2; NOTES
-    // "Session 25": the rule against the lone-CTA plan on four shapes, 2 faster, 1 slower, 1 level).
-    if ((t.tile_x == kTileXSmall || t.tile_x == kTileXTiny) && t.splits == 1) {
+    // A split-only plan of one CTA per tile (SMs left idle) against the 128-token tile's
+    // stream-K plan over every SM: a smaller tile's K block costs less than a 128-token one, so
+    // the 128-token stream-K plan where the small plan's busiest SM would do more than
+    // kSplitTileMaxBlockRatio of its blocks (NOTES "Session 25": the rule against the lone-CTA
+    // plan on four shapes, 2 faster, 1 slower, 1 level).
+    const int split_i = split_tile_index(t.tile_x);
+    if (split_i >= 0 && t.splits == 1) {
       const TokenTiling n = token_tiling(p, g.tiles_w, g.num_kb, dev.predecoded_clusters, dev.sm_count, kTileX);
       const StreamKChoice nsk = choose_streamk(n, g.num_kb, dev.sm_count);
       if (nsk.units > 0 && workspace >= token_bytes + streamk_workspace_bytes(nsk, kTileX) &&
-          kSmallTileMaxBlockRatio[1] * static_cast<int64_t>(g.num_kb) >
-              kSmallTileMaxBlockRatio[0] * (nsk.units + kStreamKFixupBlocks))
+          kSplitTileMaxBlockRatio[split_i][1] * static_cast<int64_t>(g.num_kb) >
+              kSplitTileMaxBlockRatio[split_i][0] * (nsk.units + kStreamKFixupBlocks))
         t = n;
     }
     g.tile_x = t.tile_x;
@@ -348,13 +349,12 @@ inline GemmPlan plan_gemm(const GemmProblem& p, const GemmDeviceNumbers& dev, si
     g.tiles = t.tiles;
     g.splits = t.splits;
     g.path = t.persistent ? GemmPath::kPersistent : GemmPath::kPredecoded;
-    g.stages = t.tile_x == kTileXTiny ? kPredecodedTinyStages
-               : t.tile_x == kTileXSmall ? kPredecodedSmallStages : kPredecodedStages;
+    const int split_t = split_tile_index(t.tile_x);  // (t may be the fallback's 128-token tiling)
+    g.stages = split_t >= 0 ? kPredecodedSplitStages[split_t] : kPredecodedStages;
     g.x_box_rows = token_box_rows(p.M, t.tile_x);
     g.workspace_bytes = token_bytes;
-    // (the 64- and 32-token tiles have only the split-K instance: no stream-K)
-    const bool split_only = t.tile_x == kTileXSmall || t.tile_x == kTileXTiny;
-    const StreamKChoice sk = split_only ? StreamKChoice{} : choose_streamk(t, g.num_kb, dev.sm_count);
+    // (the split-only tiles have no stream-K instance)
+    const StreamKChoice sk = split_t >= 0 ? StreamKChoice{} : choose_streamk(t, g.num_kb, dev.sm_count);
     const size_t sk_bytes = sk.units > 0 ? streamk_workspace_bytes(sk, t.tile_x) : 0;
     if (sk.units > 0 && workspace >= token_bytes + sk_bytes) {
       g.path = GemmPath::kStreamK;

@@ -18,13 +18,20 @@ namespace nvfp4::sm90 {
 constexpr int kTileW = 128;   // weight rows (output columns n) per CTA
 constexpr int kTileX = 128;   // tokens (output rows m) per CTA
 constexpr int kTileXWide = 136;  // the pre-decoded kernels' second token tile (choose_token_tile)
-constexpr int kTileXSmall = 64;  // the pre-decoded GEMM's third token tile, M <= 64 (choose_token_tile)
-constexpr int kTileXTiny = 32;   // its fourth, M <= 32
+// The pre-decoded GEMM's split-K-only token tiles for few tokens, smallest first (choose_token_tile;
+// mainloop_rs_predecoded.cuh kTokenTileTiny / Small / Mid), and their ring stages.
+constexpr int kSplitTiles = 3;
+constexpr int kTileXSplit[kSplitTiles] = {32, 64, 96};
+constexpr int kPredecodedSplitStages[kSplitTiles] = {12, 8, 6};
+// Its index in kTileXSplit, or -1 (the 128- and 136-token tiles).
+constexpr int split_tile_index(int32_t tile_x) {
+  for (int i = 0; i < kSplitTiles; ++i)
+    if (kTileXSplit[i] == tile_x) return i;
+  return -1;
+}
 constexpr int kBlockK = 128;  // K elements per ring stage ("K block")
 constexpr int kFusedStages = 5;       // ring stages of the fused kernel (collective/mainloop_rs.cuh)
 constexpr int kPredecodedStages = 5;  // ring stages of the pre-decoded kernels (mainloop_rs_predecoded.cuh)
-constexpr int kPredecodedSmallStages = 8;  // ... of the 64-token instance
-constexpr int kPredecodedTinyStages = 12;  // ... of the 32-token instance
 constexpr int kFp4BoxBytes = kBlockK / 2;  // TMA box width of a packed fp4 operand (bytes)
 constexpr int kSfBoxCols = 16;  // TMA box width of linear scales: a stage's 8 columns + the next 8
                                 // (a box's inner start must be 16-byte aligned)
@@ -34,14 +41,13 @@ constexpr int kMaxSplits = 8;   // CTAs of a split-K cluster (the portable clust
 // can be resident at once (cudaOccupancyMaxActiveClusters, cached per device by gemm.cu;
 // a failed query counts as "no limit"), for s = 2 .. kMaxSplits. predecoded_wide_clusters:
 // the pre-decoded kernel's 136-token instance (more shared memory: 222 against 212 KB);
-// predecoded_small_clusters / predecoded_tiny_clusters: its 64- / 32-token instances.
+// predecoded_split_clusters[i]: its kTileXSplit[i]-token instance.
 struct GemmDeviceNumbers {
   int sm_count = 1;
   int fused_clusters[kMaxSplits + 1] = {};
   int predecoded_clusters[kMaxSplits + 1] = {};
   int predecoded_wide_clusters[kMaxSplits + 1] = {};
-  int predecoded_small_clusters[kMaxSplits + 1] = {};
-  int predecoded_tiny_clusters[kMaxSplits + 1] = {};
+  int predecoded_split_clusters[kSplitTiles][kMaxSplits + 1] = {};
 };
 
 // CTAs per output tile (split-K over a cluster): enough to cover the SMs once...
@@ -136,21 +142,17 @@ inline TokenTiling token_tiling(const GemmProblem& p, int64_t tiles_w, int32_t n
   return t;
 }
 constexpr int kWideTileGain = 32;  // the wide tile needs span <= (1 - 1/32) x the 128-token tile's
-// At most 64 tokens per batch: the 64-token tile (mainloop_rs_predecoded.cuh kTokenTileSmall:
-// the 128-token tile's K block is tensor-bound on half zero columns there), at most 32 the
-// 32-token one, unless its tiles outnumber the SMs (neither has a persistent instance).
-// PREDICTED, NOT MEASURED: 64x7168x7168 ~29 -> ~15-17 µs on an H100 (the K blocks memory-bound
-// instead of tensor-bound).
+// At most 32 / 64 / 96 tokens per batch: the smallest split-K-only tile that holds them
+// (kTileXSplit; the 128-token tile's K block multiplies zero columns there), unless its tiles
+// outnumber the SMs (none has a persistent instance). H100, 128-token tile -> 64: 64 x 7168^2
+// 30.4 -> 25.4 µs, 64 x 4096x14336 36.1 -> 30.0 (NOTES "Session 25").
 inline TokenTiling choose_token_tile(const GemmProblem& p, int64_t tiles_w, int32_t num_kb,
                                      const GemmDeviceNumbers& dev) {
-  if (p.M <= kTileXTiny) {
-    const TokenTiling tiny = token_tiling(p, tiles_w, num_kb, dev.predecoded_tiny_clusters, dev.sm_count, kTileXTiny);
-    if (!tiny.persistent) return tiny;
-  }
-  if (p.M <= kTileXSmall) {
-    const TokenTiling small =
-        token_tiling(p, tiles_w, num_kb, dev.predecoded_small_clusters, dev.sm_count, kTileXSmall);
-    if (!small.persistent) return small;
+  for (int i = 0; i < kSplitTiles; ++i) {
+    if (p.M > kTileXSplit[i]) continue;
+    const TokenTiling t =
+        token_tiling(p, tiles_w, num_kb, dev.predecoded_split_clusters[i], dev.sm_count, kTileXSplit[i]);
+    if (!t.persistent) return t;
   }
   const TokenTiling narrow = token_tiling(p, tiles_w, num_kb, dev.predecoded_clusters, dev.sm_count, kTileX);
   const TokenTiling wide = token_tiling(p, tiles_w, num_kb, dev.predecoded_wide_clusters, dev.sm_count, kTileXWide);
@@ -171,11 +173,12 @@ inline TokenTiling choose_token_tile(const GemmProblem& p, int64_t tiles_w, int3
 // 4096^3, 249 + 4 against 256, keeps the persistent kernel). The constants are first guesses,
 // not tuned; on H100 no shape it takes ran slower than its tiled plan (kernel/gemm_streamk.cuh).
 constexpr int32_t kStreamKFixupBlocks = 4;
-// The most K blocks a lone-CTA 64- / 32-token plan may give its busiest SM, as a fraction
-// {num, den} of the 128-token stream-K plan's (gemm_plan.hpp plan_gemm). A first guess; H100,
+// The most K blocks a lone-CTA split-only plan (kTileXSplit[i]) may give its busiest SM, as a
+// fraction {num, den} of the 128-token stream-K plan's (gemm_plan.hpp plan_gemm): the inverse
+// of its K block's cost against a 128-token one. First guesses: 3/2 at 32 and 64 tokens (H100,
 // the rule / the lone-CTA plan: 8500x33x7168 35.4 / 37.8 µs, 64x7168x14336 40.9 / 41.7,
-// 8500x64x4096 27.7 / 26.6, 8500x64x2048 18.6 / 18.9 (NOTES "Session 25").
-constexpr int64_t kSmallTileMaxBlockRatio[2] = {3, 2};
+// 8500x64x4096 27.7 / 26.6, 8500x64x2048 18.6 / 18.9; NOTES "Session 25"), 6/5 at 96 (between).
+constexpr int64_t kSplitTileMaxBlockRatio[kSplitTiles][2] = {{3, 2}, {3, 2}, {6, 5}};
 constexpr int kStreamKGain = 16;
 inline size_t streamk_partial_bytes(int32_t tile_x) { return static_cast<size_t>(tile_x) * kTileW * 4; }
 inline size_t streamk_flag_bytes(int64_t ctas) { return static_cast<size_t>((ctas * 4 + 255) / 256 * 256); }

@@ -9,7 +9,7 @@
 //        lanes fetch the scales by cp.async / plain loads where TMA alignment rules
 //        forbid it). Warps 1..3 only join the epilogue.
 //   WG1, WG2 (setmaxnreg 224): consumers, 64 weight rows each, weight fragments decoded
-//        into registers (RS wgmma m64nXk16, X = the token tile, 128, 136, 64 or 32); the decode of
+//        into registers (RS wgmma m64nXk16, X = the token tile, 128, 136, 64, 32 or 96); the decode of
 //        block i+1 runs while the wgmma group of block i is in flight; the accumulator is
 //        promoted every few K blocks into a round-to-nearest fp32 sum
 //        (accumulator_promotion.cuh).
@@ -68,13 +68,18 @@ constexpr int kTokenTileWide = 136;
 constexpr int kTokenTileSmall = 64;
 //  32: its fourth, for M <= 32 (a quarter of the 128-token tile's tensor work); 12 stages of 18 KB.
 constexpr int kTokenTileTiny = 32;
+//  96: its fifth, for M = 65..96, between the 64- and 128-token tiles' costs; 6 stages of 34 KB.
+//      Without it M = 64 -> 65 stepped 1.16-1.20x; H100 (session 25), 128-token tile -> 96:
+//      65 x 7168^2 30.5 -> 26.7 µs, 96 x 7168^2 31.3 -> 27.7, 96 x 4096x14336 36.6 -> 33.5; the
+//      steps 64 -> 65 and 96 -> 97 are now 1.05-1.12x.
+constexpr int kTokenTileMid = 96;
 
-// kTileX = tokens per tile (kTokenTile, kTokenTileWide, kTokenTileSmall or kTokenTileTiny): the wgmma N, the
+// kTileX = tokens per tile (kTokenTile, kTokenTileWide, kTokenTileSmall, kTokenTileTiny or kTokenTileMid): the wgmma N, the
 // token TMA box's rows (at most), the accumulator's size (kTileX / 2 floats per consumer thread).
 template <int kTileX>
 struct MainloopRSPredecodedT {
   static_assert(kTileX == kTokenTile || kTileX == kTokenTileWide || kTileX == kTokenTileSmall ||
-                    kTileX == kTokenTileTiny,
+                    kTileX == kTokenTileTiny || kTileX == kTokenTileMid,
                 "a token tile with a wgmma wrapper");
   static constexpr int kBlockW = 128;
   static constexpr int kBlockX = kTileX;
@@ -84,8 +89,11 @@ struct MainloopRSPredecodedT {
   static constexpr int kSfRow = kBlockK / 16;
   // 5 stages at 128 and 136 tokens: a stage is 42 KB (32 KB of tokens) at 128, 44 KB at 136;
   // 5 x 44 KB + barriers + the 1 KB alignment = 222 KB <= 227 KB (static_assert below). 8 at 64
-  // tokens (26 KB stages), 12 at 32 (18 KB).
-  static constexpr int kStages = kTileX == kTokenTileTiny ? 12 : kTileX == kTokenTileSmall ? 8 : 5;
+  // tokens (26 KB stages), 12 at 32 (18 KB), 6 at 96 (34 KB).
+  static constexpr int kStages = kTileX == kTokenTileTiny    ? 12
+                                 : kTileX == kTokenTileSmall ? 8
+                                 : kTileX == kTokenTileMid   ? 6
+                                                             : 5;
   // Every consumer lane arrives on the empty barrier (its own reads released by its own
   // arrive). With one arrive per warp after __syncwarp, racecheck reported a hazard
   // between the blocked scales' bulk copy and the lanes' scale reads (the PTX model does
@@ -259,6 +267,9 @@ struct MainloopRSPredecodedT {
                                    ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
         else if constexpr (kBlockX == kTokenTileSmall)
           ptx::wgmma_m64n64k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
+                                  ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
+        else if constexpr (kBlockX == kTokenTileMid)
+          ptx::wgmma_m64n96k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
                                   ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
         else
           ptx::wgmma_m64n32k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],

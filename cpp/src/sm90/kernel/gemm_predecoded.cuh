@@ -10,13 +10,13 @@
 //
 // kTileX = tokens per tile: 128, or 136 where that needs fewer token tiles (gemm_schedule.hpp
 // choose_token_tile: M = 129..136 one tile, split-K over a cluster like M = 128, instead of
-// two), or 64 / 32 for M <= 64 / 32 (half / a quarter of the tensor work of a 128-token tile;
-// mainloop_rs_predecoded.cuh gives the register and shared-memory budget).
+// two), or 32 / 64 / 96 for M <= 32 / 64 / 96 (a quarter / half / three quarters of a 128-token
+// tile's tensor work; mainloop_rs_predecoded.cuh gives the register and shared-memory budget).
 //
 // One CTA per (output tile, K slice): grid (tiles_w * splits, tiles_x, L), clusters of
 // `splits` CTAs along x reduce their slices through distributed shared memory (split-K,
 // tile_scheduler.cuh). The CTA body is predecoded_tile.cuh: warp 0 produces (weights, their
-// scales and the fp16 token tiles into a 5-stage ring, 8 / 12 at 64 / 32 tokens:
+// scales and the fp16 token tiles into a 5-stage ring, 12 / 8 / 6 at 32 / 64 / 96 tokens:
 // collective/mainloop_rs_predecoded.cuh),
 // two consumer warpgroups decode the weights into wgmma register fragments and multiply,
 // the epilogue reduces the cluster's tiles and stores. Launched as a programmatic dependent

@@ -6,8 +6,8 @@
 // `lc` (rows < p.M, columns < p.N). Shared by the pre-decoded GEMM kernel (gemm_predecoded.cuh),
 // the persistent GEMM's tail kernel (gemm_persistent.cuh) and the grouped GEMM's split-K form
 // (grouped_gemm.cuh), whose tiles differ only in these origins.
-// kTileX = tokens per tile (mainloop_rs_predecoded.cuh: 128, or 136 / 64 / 32 for the dense GEMM's
-// wide / small / tiny instances); the default is the one every other kernel uses.
+// kTileX = tokens per tile (mainloop_rs_predecoded.cuh: 128, or 136 / 32 / 64 / 96 for the dense GEMM's
+// wide and split-only instances); the default is the one every other kernel uses.
 //
 // Programmatic dependent launch: warp 0 loads the first stages' weights before
 // griddepcontrol.wait (run_producer); every other thread waits before it reads alpha
