@@ -8,8 +8,9 @@ activations, fp16 / bf16 / fp32 outputs, both scale layouts, L = 1 and 3, alphas
 as device scalars (also changed between CUDA-graph replays), every split-K cluster size the
 plan picks on an H100 (2..8: cpp/src/sm90/dual_plan.hpp), every scale-load mode, output views
 (TMA stores clipped to the view; plain stores where TMA cannot express the output), NaN scales,
-and that the fused kernel, not the composed path, runs the benchmark shapes (workspace size =
-the token workspace only; the profiler's kernel names).
+that the fused kernel, not the composed path, runs the benchmark shapes (workspace size =
+the token workspace only; the profiler's kernel names), and the kernel's 32- / 64- / 96- /
+128-token instances (dual_plan.hpp dual_token_tile).
 
 Run: python -m pytest -q tests/test_gpu_dual_fused.py"""
 
@@ -307,3 +308,46 @@ def test_staged_scales(dev, M, N, K, L, layout, rng):
     names = kernel_names(dev, lambda: dual(a, b1, b2, a1, a2, layout, activation, "sm90a"))
     assert any("nvfp4_sm90_scale_stage_kernel" in n for n in names), names
     assert any("nvfp4_sm90_dual_gemm_kernel" in n for n in names), names
+
+
+# Token tiles (cpp/src/sm90/dual_plan.hpp dual_token_tile): the smallest of 32 / 64 / 96 tokens that
+# holds M, else 128; each instance against float64 in three dtypes and both layouts, and its
+# kernel (nvfp4_sm90_dual_gemm_kernel<tile>) seen in the profiler's names. (M, N, K, L, tile);
+# M <= 16 only where 2 N L < 4096 (else the decode kernel's dual instance runs).
+DUAL_TILE = [
+    (5, 200, 4096, 1, 32),      # a 8-row token box, N tail
+    (17, 4096, 7168, 1, 32),    # 64 tiles, clusters of 2
+    (32, 1000, 4096, 3, 32),    # batches
+    (33, 4096, 7168, 1, 64),
+    (64, 3000, 2080, 2, 64),    # staged scales, N and K tails, batches
+    (65, 2048, 8192, 1, 96),
+    (96, 520, 4096, 3, 96),     # batches, N tail
+    (97, 4096, 7168, 1, 128),   # one token more: the 128-token tile
+]
+
+
+@needs_sm90
+@pytest.mark.parametrize("out_dtype", ["float16", "bfloat16", "float32"])
+@pytest.mark.parametrize("layout", LAYOUTS)
+@pytest.mark.parametrize("M,N,K,L,tile", DUAL_TILE)
+def test_token_tiles(dev, M, N, K, L, tile, layout, out_dtype, rng):
+    if out_dtype == "bfloat16" and dev.name != "torch":
+        pytest.skip("bfloat16 device arrays need PyTorch")
+    activation = "silu" if out_dtype != "float32" else "gelu_tanh"
+    a, b1, b2, a1, a2, acc1, acc2 = case(dev, M, N, K, L, layout, activation, rng)
+    out = dual(a, b1, b2, a1, a2, layout, activation, "sm90a", out_dtype=out_dtype)
+    assert_matches(dev.get(out), expected(acc1, acc2, a1, a2, activation), out_dtype)
+
+
+@needs_sm90
+@pytest.mark.parametrize("M,N,K,L,tile", DUAL_TILE)
+def test_token_tile_kernel(dev, M, N, K, L, tile, rng):
+    import re
+
+    if dev.name != "torch":
+        pytest.skip("needs PyTorch (profiler)")
+    a, b1, b2, a1, a2, _, _ = case(dev, M, N, K, L, "linear", "silu", rng)
+    names = kernel_names(dev, lambda: dual(a, b1, b2, a1, a2, "linear", "silu", "sm90a"))
+    tiles = {int(m.group(1) or m.group(2)) for n in names
+             for m in [re.search(r"nvfp4_sm90_dual_gemm_kernel(?:<(\d+)>|ILi(\d+)E)", n)] if m}
+    assert tiles == {tile}, names

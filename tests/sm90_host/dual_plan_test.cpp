@@ -119,7 +119,8 @@ static void test_support() {
     expect_composed(dense(M, 512, 1024), "sm90a dual gemm: one or two tokens run as GEMVs", "M <= 2");
   {
     const DualPlan g = plan_dual(dense(3, 512, 1024), dev);
-    CHECK(g.path == DualPath::kFused && g.x_box_rows == 8, "M = 3: %s box %d", path_name(g.path), g.x_box_rows);
+    CHECK(g.path == DualPath::kFused && g.x_box_rows == 8 && g.tile_x == 32, "M = 3: %s box %d tile %d",
+          path_name(g.path), g.x_box_rows, g.tile_x);
   }
   const char* kAlign = "sm90a dual gemm: fp4 operands need 16-byte aligned bases and strides";
   {
@@ -178,7 +179,7 @@ static void test_known_shapes() {
       CHECK(g.path == DualPath::kFused && g.splits == w.splits, "%lldx%lldx%lld: %s splits %d (want %d)",
             static_cast<long long>(w.M), static_cast<long long>(w.N), static_cast<long long>(w.K), path_name(g.path),
             g.splits, w.splits);
-      CHECK(g.tiles_n == w.N / 64 && g.tiles_x == w.M / 128 && g.num_kb == w.K / 128, "tiles");
+      CHECK(g.tile_x == 128 && g.tiles_n == w.N / 64 && g.tiles_x == w.M / 128 && g.num_kb == w.K / 128, "tiles");
       CHECK(g.grid[0] == static_cast<uint32_t>(g.tiles_n * g.splits) && g.grid[1] == static_cast<uint32_t>(g.tiles_x) &&
                 g.grid[2] == 1,
             "grid %u %u %u", g.grid[0], g.grid[1], g.grid[2]);
@@ -267,9 +268,18 @@ static void test_modes() {
     q.c.batch_stride = 3;  // unused with L == 1
     CHECK(plan_dual(q, dev).store == kDualStoreTma, "batch stride of one batch checked");
   }
-  const int boxes[kMaxSplits + 1] = {0, 128, 64, 8, 32, 8, 8, 8, 16};
-  for (int s = 1; s <= kMaxSplits; ++s)
-    CHECK(dual_store_box_rows(s) == boxes[s], "box rows of %d splits: %d", s, dual_store_box_rows(s));
+  // one box per share where the split divides the tile's 8-row groups, else 8-row boxes
+  struct Boxes {
+    int32_t tile_x;
+    int rows[kMaxSplits + 1];
+  } boxes[] = {{128, {0, 128, 64, 8, 32, 8, 8, 8, 16}},
+               {96, {0, 96, 48, 32, 24, 8, 16, 8, 8}},
+               {64, {0, 64, 32, 8, 16, 8, 8, 8, 8}},
+               {32, {0, 32, 16, 8, 8, 8, 8, 8, 8}}};
+  for (const Boxes& b : boxes)
+    for (int s = 1; s <= kMaxSplits; ++s)
+      CHECK(dual_store_box_rows(s, b.tile_x) == b.rows[s], "box rows of %d splits, tile %d: %d", s, b.tile_x,
+            dual_store_box_rows(s, b.tile_x));
 }
 
 // ---------------------------------------------------------------------------
@@ -285,11 +295,13 @@ static void test_invariants() {
   auto pick = [&](int64_t lo, int64_t hi) {
     return lo + static_cast<int64_t>(rng() % static_cast<uint64_t>(hi - lo + 1));
   };
+  int tiles_seen[4] = {};
   for (int iter = 0; iter < 3000; ++iter) {
     DualDeviceNumbers dev;
     dev.sm_count = static_cast<int>(pick(1, 160));
     for (int s = 2; s <= kMaxSplits; ++s) dev.clusters[s] = rng() % 4 == 0 ? 1 << 20 : static_cast<int>(pick(0, 80));
-    const int64_t M = pick(3, 3000), N = pick(1, 9000), K = 32 * pick(1, 300), L = pick(1, 4);
+    const int64_t M = pick(0, 2) == 0 ? pick(3, 140) : pick(3, 3000), N = pick(1, 9000), K = 32 * pick(1, 300),
+                  L = pick(1, 4);
     const DualPlan g = plan_dual(dense(M, N, K, L), dev, false);  // the fused plan (5. checks the route)
     CHECK(g.path == DualPath::kFused, "%lldx%lldx%lld: %s", static_cast<long long>(M), static_cast<long long>(N),
           static_cast<long long>(K), path_name(g.path));
@@ -298,7 +310,16 @@ static void test_invariants() {
           g.num_kb);
     CHECK(s == 1 || dual_cluster_slots(dev, s) > 0, "splits %d with no resident cluster", s);
     CHECK(model_cost(dev, g.tiles, g.num_kb, s) <= model_cost(dev, g.tiles, g.num_kb, 1), "split %d costs more", s);
-    CHECK(g.tiles == g.tiles_n * g.tiles_x * L && g.tiles_n == (N + 63) / 64 && g.tiles_x == (M + 127) / 128, "tiles");
+    // the token tile: the smallest of 32, 64, 96 holding M, else 128
+    const int tx = M <= 32 ? 32 : M <= 64 ? 64 : M <= 96 ? 96 : 128;
+    ++tiles_seen[tx / 32 - 1];
+    CHECK(g.tile_x == tx && g.x_box_rows == (M < tx ? (M + 7) / 8 * 8 : tx), "%lld tokens: tile %d box %d",
+          static_cast<long long>(M), g.tile_x, g.x_box_rows);
+    CHECK(g.tiles == g.tiles_n * g.tiles_x * L && g.tiles_n == (N + 63) / 64 && g.tiles_x == (M + tx - 1) / tx,
+          "tiles");
+    CHECK(g.grid[0] == static_cast<uint32_t>(g.tiles_n * s) && g.grid[1] == static_cast<uint32_t>(g.tiles_x) &&
+              g.grid[2] == static_cast<uint32_t>(L),
+          "grid");
     CHECK(g.stage_w == (K % 256 != 0) && g.workspace_bytes == token_workspace_bytes(M, K, L) +
                                                                (g.stage_w ? 2 * staged_sf_bytes(N, K, L) : 0),
           "workspace (staged %d)", g.stage_w);
@@ -312,16 +333,20 @@ static void test_invariants() {
       next = e;
     }
     CHECK(whole && next == g.num_kb, "K slices of %d splits over %d blocks", s, g.num_kb);
-    // epilogue_dual.cuh: rank q stores rows [8 (16 q / s), 8 (16 (q + 1) / s)) in boxes of c_box_rows
+    // epilogue_dual.cuh: rank q stores rows [8 (G q / s), 8 (G (q + 1) / s)) in boxes of c_box_rows,
+    // G = tile / 8 groups (a share is empty only where the split exceeds the groups)
+    const int groups = tx / 8;
     int rows_next = 0;
     bool boxed = true;
     for (int q = 0; q < s; ++q) {
-      const int r0 = 8 * (q * 16 / s), r1 = 8 * ((q + 1) * 16 / s);
-      boxed = boxed && r0 == rows_next && r1 > r0 && (r1 - r0) % g.c_box_rows == 0;
+      const int r0 = 8 * (q * groups / s), r1 = 8 * ((q + 1) * groups / s);
+      boxed = boxed && r0 == rows_next && (r1 > r0 || s > groups) && (r1 - r0) % g.c_box_rows == 0;
       rows_next = r1;
     }
-    CHECK(boxed && rows_next == 128, "row shares of %d splits, box %d", s, g.c_box_rows);
+    CHECK(boxed && rows_next == tx, "row shares of %d splits, tile %d, box %d", s, tx, g.c_box_rows);
   }
+  CHECK(tiles_seen[0] > 50 && tiles_seen[1] > 50 && tiles_seen[2] > 50 && tiles_seen[3] > 500,
+        "coverage: tiles 32 / 64 / 96 / 128: %d %d %d %d", tiles_seen[0], tiles_seen[1], tiles_seen[2], tiles_seen[3]);
 }
 
 // ---------------------------------------------------------------------------

@@ -279,19 +279,38 @@ nvfp4_status_t run_decode(const DualGemmProblem& p, const Exec& exec, const gemv
 
 // ---- fused path -------------------------------------------------------------------------
 
-constexpr size_t kSmemFused = dynamic_smem_bytes<DualMainloop::SharedStorage>();
+// The fused kernel's instances, one per token tile (dual_plan.hpp dual_token_tile): the GEMM's
+// split-only tiles (gemm_schedule.hpp kTileXSplit), then 128.
+constexpr int kDualTiles = kSplitTiles + 1;
+static_assert(kSplitTiles == 3, "one instance per split-only tile");
+struct DualInstance {
+  int32_t tile_x;
+  decltype(&nvfp4_sm90_dual_gemm_kernel<kTileX>) kernel;
+  size_t smem;
+};
+template <int kTileXT>
+constexpr DualInstance dual_instance() {
+  return {kTileXT, nvfp4_sm90_dual_gemm_kernel<kTileXT>,
+          dynamic_smem_bytes<typename DualMainloopT<kTileXT>::SharedStorage>()};
+}
+constexpr DualInstance kDualInstances[kDualTiles] = {dual_instance<kTileXSplit[0]>(), dual_instance<kTileXSplit[1]>(),
+                                                     dual_instance<kTileXSplit[2]>(), dual_instance<kTileX>()};
 
-// Clusters of s fused dual CTAs resident at once (a failed query counts as "no limit"); the
-// kernel's shared-memory limit is raised first.
+// Clusters of s fused dual CTAs resident at once (a failed query counts as "no limit"), of the
+// 128-token instance: the others have less shared memory and the same one CTA per SM (384
+// threads at 168 registers), so at least as many fit. Every instance's shared-memory limit is
+// raised first.
 nvfp4_status_t query_device(int device, int sm_count_hint, DualDeviceNumbers* d) {
   d->sm_count = sm_count_hint;
   if (d->sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&d->sm_count, cudaDevAttrMultiProcessorCount, device));
-  NVFP4_CUDA_TRY(cudaFuncSetAttribute(nvfp4_sm90_dual_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                      static_cast<int>(kSmemFused)));
+  for (const DualInstance& k : kDualInstances)
+    NVFP4_CUDA_TRY(
+        cudaFuncSetAttribute(k.kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(k.smem)));
+  const DualInstance& wide = kDualInstances[kDualTiles - 1];
   for (int s = 0; s <= kMaxSplits; ++s)
     d->clusters[s] = s < 2 ? kNoClusterLimit
-                           : max_active_clusters(reinterpret_cast<const void*>(nvfp4_sm90_dual_gemm_kernel),
-                                                 DualMainloop::kThreads, kSmemFused, s);
+                           : max_active_clusters(reinterpret_cast<const void*>(wide.kernel), DualMainloop::kThreads,
+                                                 wide.smem, s);
   return NVFP4_SUCCESS;
 }
 
@@ -387,14 +406,17 @@ nvfp4_status_t run_fused(const DualGemmProblem& p, const Exec& exec, const DualP
   }
   st = launch_token_predecode(p.a, p.sfa, p.M, p.K, p.L, exec.workspace, exec);
   if (st != NVFP4_SUCCESS) return st;
+  const DualInstance* k = nullptr;
+  for (const DualInstance& i : kDualInstances)
+    if (i.tile_x == plan.tile_x) k = &i;
+  if (k == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a dual gemm: no kernel for a %d-token tile", plan.tile_x);
   LaunchShape shape;
   shape.grid = dim3(plan.grid[0], plan.grid[1], plan.grid[2]);
   shape.block = dim3(DualMainloop::kThreads, 1, 1);
-  shape.smem = kSmemFused;
+  shape.smem = k->smem;
   shape.cluster_x = static_cast<unsigned>(plan.splits);
   shape.pdl = true;  // a programmatic dependent of the token pass (dual_gemm.cuh)
-  return launch(nvfp4_sm90_dual_gemm_kernel, shape, cuda_stream(exec), maps[0], maps[1], maps[2], maps[3], maps[4],
-                maps[5], kp);
+  return launch(k->kernel, shape, cuda_stream(exec), maps[0], maps[1], maps[2], maps[3], maps[4], maps[5], kp);
 }
 
 }  // namespace

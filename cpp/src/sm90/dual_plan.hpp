@@ -6,7 +6,8 @@
 // tests/sm90_host/dual_plan_test.cpp checks exactly the code the backend runs. The GEMM's
 // plan (gemm_plan.hpp) is used, not changed.
 //
-// Tile of the fused kernel: kDualTileN = 64 output columns n x 128 tokens. Its 128 weight rows
+// Tile of the fused kernel: kDualTileN = 64 output columns n x 128 tokens (32 / 64 / 96 where the
+// tokens fit: dual_token_tile). Its 128 weight rows
 // are B1 rows n0..n0+63 (rows 0..63: the first consumer warpgroup, accumulator A*B1^T) and B2
 // rows n0..n0+63 (rows 64..127: the second, A*B2^T), so both products of one output element
 // end in the same CTA and the epilogue applies act*mul on the fully reduced tile.
@@ -57,6 +58,18 @@ inline bool dual_decode_route(const DualGemmProblem& p) {
          2 * p.N * p.L >= gemv_detail::kDecodeMinRows && gemv_detail::decode_dual_unsupported(p) == nullptr;
 }
 
+// Tokens per tile of the fused kernel: the smallest of the GEMM's split-only tiles (gemm_schedule.hpp
+// kTileXSplit: 32, 64, 96) that holds M, else 128. Why: the 128-token tile's K block multiplies zero
+// columns at few tokens, as the GEMM's (the dual kernel is split-K only at every width, so no
+// persistent or stream-K plan competes). H100, 128-token tile -> this rule (bench/NOTES.md
+// "Session 25"): 32 x 4096x7168 33.2 -> 25.3 µs, 64 x 4096x7168 34.7 -> 28.6, 96 x 4096x7168 34.7 ->
+// 31.4; 32 x 14336x4096 68.4 -> 48.6, 64 x 14336x4096 69.0 -> 54.5.
+inline int32_t dual_token_tile(int64_t M) {
+  for (int i = 0; i < kSplitTiles; ++i)
+    if (M <= kTileXSplit[i]) return kTileXSplit[i];
+  return kTileX;
+}
+
 // How the fused kernel writes its output tile.
 enum DualStore : int32_t {
   kDualStoreTma = 0,    // staged in shared memory, one TMA store per box (UTMASTG)
@@ -73,7 +86,8 @@ struct DualDeviceNumbers {
 struct DualPlan {
   const char* unsupported = nullptr;  // why the fused kernel leaves the problem to the composed path
   DualPath path = DualPath::kEmpty;
-  int64_t tiles_n = 0, tiles_x = 0, tiles = 0;  // output tiles per batch along N (64) and M (128); all
+  int64_t tiles_n = 0, tiles_x = 0, tiles = 0;  // output tiles per batch along N (64) and M (tile_x); all
+  int32_t tile_x = kTileX;                      // tokens per tile (dual_token_tile)
   int32_t num_kb = 0;
   int splits = 1;                     // CTAs per tile (split-K over a cluster of `splits` x 1 x 1)
   int32_t x_box_rows = 0;             // token rows per TMA box
@@ -102,10 +116,13 @@ inline bool out_tma_compatible(const OutOperand& c, int64_t M, int64_t L) {
   return c.row_stride * esize < limit && c.batch_stride * esize < limit;
 }
 
-// Token rows per TMA store box: a CTA of a split-K cluster stores its share of the 128 rows
-// in 8-row groups (dual_epilogue.cuh); one box for the share where the split divides 16
-// groups, else 8-row boxes.
-inline int32_t dual_store_box_rows(int splits) { return (16 % splits) == 0 ? 128 / splits : 8; }
+// Token rows per TMA store box: a CTA of a split-K cluster stores its share of the tile_x rows
+// in 8-row groups (epilogue_dual.cuh); one box for the share where the split divides the
+// tile_x / 8 groups, else 8-row boxes.
+inline int32_t dual_store_box_rows(int splits, int32_t tile_x = kTileX) {
+  const int groups = tile_x / 8;
+  return groups % splits == 0 ? tile_x / splits : 8;
+}
 
 // Weights' scale-load mode: only B1's and B2's scales reach the kernel (the token pass
 // reads A's), so A's layout and alignment do not matter here.
@@ -171,7 +188,8 @@ inline DualPlan plan_dual(const DualGemmProblem& p, const DualDeviceNumbers& dev
     return composed("sm90a dual gemm: fp4 operands need 16-byte aligned bases and strides");
   if (p.sfb1.layout != p.sfb2.layout) return composed("sm90a dual gemm: mixed scale layouts");
   g.tiles_n = (p.N + kDualTileN - 1) / kDualTileN;
-  g.tiles_x = (p.M + kTileX - 1) / kTileX;
+  g.tile_x = dual_token_tile(p.M);
+  g.tiles_x = (p.M + g.tile_x - 1) / g.tile_x;
   if (g.tiles_x > 65535 || p.L > 65535 || g.tiles_n * kMaxSplits > 0x7FFFFFFF)
     return composed("sm90a dual gemm: grid too large");
   g.workspace_bytes = token_workspace_bytes(p.M, p.K, p.L);
@@ -181,7 +199,7 @@ inline DualPlan plan_dual(const DualGemmProblem& p, const DualDeviceNumbers& dev
   g.tiles = g.tiles_n * g.tiles_x * p.L;
   g.num_kb = k_blocks(p.K);
   g.splits = choose_dual_splits(dev, g.tiles, g.num_kb);
-  g.x_box_rows = token_box_rows(p.M);
+  g.x_box_rows = token_box_rows(p.M, g.tile_x);
   g.sf_mode = dual_scale_mode(p.sfb1, p.sfb2, p.K, p.L, &g.sf_mode_without_tma);
   if (g.sf_mode != kScaleBulk && g.sf_mode != kScaleTma) {
     // scales no TMA box reads (K % 256 != 0 linear, K % 128 != 0 blocked): staged, as the
@@ -191,7 +209,7 @@ inline DualPlan plan_dual(const DualGemmProblem& p, const DualDeviceNumbers& dev
                              &g.sf_mode_without_tma);
   }
   g.store = out_tma_compatible(p.c, p.M, p.L) ? kDualStoreTma : kDualStorePlain;
-  g.c_box_rows = dual_store_box_rows(g.splits);
+  g.c_box_rows = dual_store_box_rows(g.splits, g.tile_x);
   g.c_vec4 = out_vec4(p.c, p.L);
   g.grid[0] = static_cast<uint32_t>(g.tiles_n * g.splits);
   g.grid[1] = static_cast<uint32_t>(g.tiles_x);

@@ -12,3 +12,12 @@ for M, N, K, L in [(64, 256, 16384, 1), (25, 1000, 8192, 3), (48, 3000, 2080, 2)
     nvfp4.gemm(a, sa, b, sb, backend="sm90a")
     cp.cuda.runtime.deviceSynchronize()
     print("ok", M, N, K, L, flush=True)
+# the fused dual kernel's token tiles (dual_plan.hpp dual_token_tile): 32 (s = 5 and 6: empty row shares), 64, 96
+for M, N, K, L in [(7, 392, 3072, 3), (7, 8, 3072, 1), (33, 256, 4096, 1), (65, 200, 2048, 2), (17, 520, 2080, 1)]:
+    a, sa = fp4(L, M, K // 2), sf(L, M, K // 16)
+    b1, s1, b2, s2 = fp4(L, N, K // 2), sf(L, N, K // 16), fp4(L, N, K // 2), sf(L, N, K // 16)
+    nvfp4.dual_gemm(a, sa, b1, s1, b2, s2, backend="sm90a")
+    nvfp4.dual_gemm(a, nvfp4.swizzle_scales(sa), b1, nvfp4.swizzle_scales(s1), b2, nvfp4.swizzle_scales(s2),
+                    sf_layout="blocked", out_dtype="float32", backend="sm90a")
+    cp.cuda.runtime.deviceSynchronize()
+    print("ok dual", M, N, K, L, flush=True)

@@ -1,5 +1,5 @@
 // Epilogue of the fused sm90a dual GEMM (kernel/dual_gemm.cuh): the CTA's 128 (weight rows)
-// x 128 (tokens) fp32 tile holds A*B1^T in weight rows 0..63 and A*B2^T in rows 64..127 for
+// x X (tokens: kTileXT = 128, or 32 / 64 / 96 for few tokens, dual_plan.hpp) fp32 tile holds A*B1^T in weight rows 0..63 and A*B2^T in rows 64..127 for
 // the same 64 output columns n0..n0+63. After the split-K reduction across the cluster
 // (distributed shared memory, fixed rank order: deterministic, as the GEMM's
 // epilogue_cluster_reduce.cuh), each output is
@@ -10,12 +10,12 @@
 // the numerics of the composed path (two fp32 GEMM outputs, then act * mul). The activation
 // sees only the fully reduced sum (never a split's partial).
 //
-// Store: into a dense [128 tokens][64 n] tile of the output dtype in shared memory (after the
+// Store: into a dense [X tokens][64 n] tile of the output dtype in shared memory (after the
 // fp32 tile, inside the idle stage ring), then TMA stores of box_rows x 64 boxes (UTMASTG): the
 // tensor map's dimensions clip the M and N tails. Where TMA cannot express the output
 // (dual_plan.hpp: out_tma_compatible) the same values go out as predicated global stores.
-// Split-K: CTA `rank` of S reduces and stores token rows [8 g0, 8 g1), g = rank * 16 / S: whole
-// 8-row groups so that its share is a whole number of store boxes.
+// Split-K: CTA `rank` of S reduces and stores token rows [8 g0, 8 g1), g = rank * (X / 8) / S:
+// whole 8-row groups so that its share is a whole number of store boxes (none where S > X / 8).
 //
 // Registers: every thread of the CTA runs this, the producer warpgroup at its 56-register cap
 // (setmaxnreg), so S is a compile-time constant only for 1..4 (2 S float4 per unit in flight);
@@ -33,11 +33,13 @@
 
 namespace nvfp4::sm90 {
 
-struct EpilogueDual {
-  using Base = EpilogueClusterReduce;
-  static constexpr int kTileN = 64, kTileX = 128;
+template <int kTileXT>
+struct EpilogueDualT {
+  using Base = EpilogueClusterReduceT<kTileXT>;
+  static constexpr int kTileN = 64, kTileX = kTileXT;
+  static constexpr int kGroups = kTileX / 8;   // 8-row groups of the tile (split-K shares, store boxes)
   static constexpr int kPitch = Base::kPitch;  // floats per token row of the fp32 tile
-  // The output tile [128][64] (at most 32 KB of fp32) after the fp32 tile, 1 KB aligned.
+  // The output tile [X][64] (at most 32 KB of fp32) after the fp32 tile, 1 KB aligned.
   static constexpr int kOutOffset = (Base::kSmemBytes + 1023) / 1024 * 1024;
   static constexpr int kSmemBytes = kOutOffset + kTileX * kTileN * 4;
   static constexpr uint32_t kTileBarrier = 2;  // named barrier id (1: the mainloop's ring-free barrier)
@@ -93,7 +95,7 @@ struct EpilogueDual {
     }
   }
 
-  // 4 outputs into the shared output tile (row-major [128][64] of the output dtype).
+  // 4 outputs into the shared output tile (row-major [X][64] of the output dtype).
   static __device__ __forceinline__ void stage_out4(uint32_t out_addr, int32_t dtype, int xr, int wc,
                                                     const float (&v)[4]) {
     if (dtype == static_cast<int32_t>(DType::kFloat32)) {
@@ -156,7 +158,7 @@ struct EpilogueDual {
                                                           float alpha1, float alpha2) {
     const int splits = p.g.splits;
     const uint32_t ta = ptx::smem_u32(tile);
-    const int g0 = rank * 16 / splits, g1 = (rank + 1) * 16 / splits;  // 8-row groups of this CTA
+    const int g0 = rank * kGroups / splits, g1 = (rank + 1) * kGroups / splits;  // 8-row groups of this CTA
     const int row_begin = 8 * g0, rows = 8 * (g1 - g0);
     if (splits == 1)
       __syncthreads();  // a lone CTA: no cluster barrier (a GPU-scope MEMBAR each)
@@ -190,5 +192,7 @@ struct EpilogueDual {
     if (splits > 1) ptx::cluster_wait_acquire();  // the other CTAs are done reading this tile
   }
 };
+// The 128-token instance: also the decode kernel's act * mul (EpilogueDual::out_value).
+using EpilogueDual = EpilogueDualT<128>;
 
 }  // namespace nvfp4::sm90

@@ -4,13 +4,15 @@
 // global memory.
 //
 // Algorithm: the pre-decoded GEMM's CTA (gemm_predecoded.cuh, predecoded_tile.cuh) with a
-// paired weight tile. A CTA owns 64 output columns n0..n0+63 x 128 tokens; its 128 weight
+// paired weight tile. A CTA owns 64 output columns n0..n0+63 x X tokens; its 128 weight
 // rows are B1 rows n0..n0+63 (tile rows 0..63) and B2 rows n0..n0+63 (rows 64..127), loaded
 // by two TMA boxes of 64 rows (two tensor maps) into the same ring stage, their scales
 // likewise (every ScaleLoad mode, both layouts: dual_produce). The mainloop is the GEMM's
 // (collective/mainloop_rs_predecoded.cuh) unchanged: the first consumer warpgroup (weight
-// rows 0..63) accumulates A*B1^T, the second (rows 64..127) A*B2^T, for the same 64 n x 128
-// tokens, each against the same fp16 token tile in shared memory. The epilogue
+// rows 0..63) accumulates A*B1^T, the second (rows 64..127) A*B2^T, for the same 64 n x X
+// tokens, each against the same fp16 token tile in shared memory. X = kTileXT: 128, or 32 / 64
+// / 96 where the tokens fit (dual_plan.hpp dual_token_tile: the 128-token tile's K block
+// multiplies zero columns there, as the GEMM's split-only tiles, gemm_schedule.hpp). The epilogue
 // (collective/epilogue_dual.cuh) reduces the split-K cluster's tiles, applies
 // act(alpha1 acc1) * (alpha2 acc2) to the full sums and writes the output tile with TMA
 // stores.
@@ -19,7 +21,7 @@
 // 64 x 128 accumulator, its promoted sum and two fragment sets per consumer thread: two
 // accumulators per warpgroup would not fit the 224 registers beside them).
 //
-// Grid: (ceil(N / 64) * splits, ceil(M / 128), L); clusters of `splits` CTAs along x compute
+// Grid: (ceil(N / 64) * splits, ceil(M / X), L); clusters of `splits` CTAs along x compute
 // one tile over disjoint K slices (tile_scheduler.cuh), splits from dual_plan.hpp.
 //
 // Programmatic dependent launch, as the pre-decoded GEMM: launched as a dependent of the
@@ -43,11 +45,12 @@
 
 namespace nvfp4::sm90 {
 
-using DualMainloop = MainloopRSPredecoded;
+template <int kTileXT>
+using DualMainloopT = MainloopRSPredecodedT<kTileXT>;
+// (the token tile's constants: the weight half of a stage, the threads, the scale rows)
+using DualMainloop = DualMainloopT<kTokenTile>;
 
 static_assert(DualMainloop::kBlockW == 2 * kDualTileN, "a weight tile = 64 rows of B1 + 64 rows of B2");
-static_assert(EpilogueDual::kSmemBytes <= sizeof(DualMainloop::Stage) * DualMainloop::kStages,
-              "the epilogue's fp32 and output tiles reuse the stage ring");
 
 struct DualTmaDescs {
   const void* w1;    // B1, box 64 bytes x 64 rows
@@ -110,14 +113,16 @@ __device__ __forceinline__ void dual_load_scales_rows(uint8_t* dst, const DualPa
 // Warp 0: fills the ring for K blocks kb0 .. kb0 + nkb - 1 of tile (n0, x0, l)
 // (MainloopRSPredecoded::run_producer with the paired weight tile). The first kStages blocks
 // get their weights and scales before griddepcontrol.wait, their token tiles after it.
-__device__ __forceinline__ void dual_produce(DualMainloop::SharedStorage& s, const DualTmaDescs& tm,
-                                             const DualParams& p, int64_t n0, int64_t x0, int32_t l, int32_t kb0,
-                                             int32_t nkb) {
-  using Stage = DualMainloop::Stage;
-  constexpr int kStages = DualMainloop::kStages;
+template <int kTileXT>
+__device__ __forceinline__ void dual_produce(typename DualMainloopT<kTileXT>::SharedStorage& s,
+                                             const DualTmaDescs& tm, const DualParams& p, int64_t n0, int64_t x0,
+                                             int32_t l, int32_t kb0, int32_t nkb) {
+  using Mainloop = DualMainloopT<kTileXT>;
+  using Stage = typename Mainloop::Stage;
+  constexpr int kStages = Mainloop::kStages;
   const GemmParams& g = p.g;
   const int lane = threadIdx.x & 31;
-  const DualMainloop::TmaDescs tx_desc{tm.w1, tm.xh, tm.sfw1};  // load_x reads .xh only
+  const typename Mainloop::TmaDescs tx_desc{tm.w1, tm.xh, tm.sfw1};  // load_x reads .xh only
   const bool tx_only = g.sf_mode == kScaleBulk || g.sf_mode == kScaleTma;
   const uint32_t sf_bytes = tx_only ? 2 * kDualHalfSf : 0u;
   const uint32_t tx = DualMainloop::kBlockW * DualMainloop::kPackedRow +
@@ -130,7 +135,7 @@ __device__ __forceinline__ void dual_produce(DualMainloop::SharedStorage& s, con
     if (i == early) {
       ptx::pdl_wait_primary();
       if (lane == 0)
-        for (int e = 0; e < early; ++e) DualMainloop::load_x(s.ring[e], tx_desc, &s.full[e], kb0 + e, x0, l);
+        for (int e = 0; e < early; ++e) Mainloop::load_x(s.ring[e], tx_desc, &s.full[e], kb0 + e, x0, l);
     }
     if (i >= kStages) ptx::mbar_wait(&s.empty[stage], phase ^ 1);
     Stage& st = s.ring[stage];
@@ -139,7 +144,7 @@ __device__ __forceinline__ void dual_produce(DualMainloop::SharedStorage& s, con
       ptx::mbar_arrive_expect_tx(bar, tx);
       ptx::tma_load_3d(st.w, tm.w1, bar, kb * DualMainloop::kPackedRow, n0i, l);
       ptx::tma_load_3d(st.w + kDualHalfW, tm.w2, bar, kb * DualMainloop::kPackedRow, n0i, l);
-      if (i >= early) DualMainloop::load_x(st, tx_desc, bar, kb, x0, l);
+      if (i >= early) Mainloop::load_x(st, tx_desc, bar, kb, x0, l);
       if (g.sf_mode == kScaleBulk) {
         const int64_t band = ((n0 / 128) * (g.K / 64) + 2 * static_cast<int64_t>(kb)) * 512;  // K % 128 == 0
         ptx::bulk_load(st.wsf, g.sf_w.data + static_cast<int64_t>(l) * g.sf_w.batch_stride + band, kDualHalfSf, bar);
@@ -163,10 +168,11 @@ __device__ __forceinline__ void dual_produce(DualMainloop::SharedStorage& s, con
   if (nkb == early && nkb > 0) {
     ptx::pdl_wait_primary();
     if (lane == 0)
-      for (int e = 0; e < early; ++e) DualMainloop::load_x(s.ring[e], tx_desc, &s.full[e], kb0 + e, x0, l);
+      for (int e = 0; e < early; ++e) Mainloop::load_x(s.ring[e], tx_desc, &s.full[e], kb0 + e, x0, l);
   }
 }
 
+template <int kTileXT>
 __global__ void __launch_bounds__(DualMainloop::kThreads, 1)
     nvfp4_sm90_dual_gemm_kernel(const __grid_constant__ CUtensorMap tmap_w1,
                                 const __grid_constant__ CUtensorMap tmap_w2,
@@ -174,14 +180,21 @@ __global__ void __launch_bounds__(DualMainloop::kThreads, 1)
                                 const __grid_constant__ CUtensorMap tmap_sfw1,
                                 const __grid_constant__ CUtensorMap tmap_sfw2,
                                 const __grid_constant__ CUtensorMap tmap_c, const DualParams p) {
+  using Mainloop = DualMainloopT<kTileXT>;
+  using Epilogue = EpilogueDualT<kTileXT>;
+  static_assert(Mainloop::kThreads == DualMainloop::kThreads && Mainloop::kPackedRow == DualMainloop::kPackedRow &&
+                    sizeof(Mainloop::Stage::wsf) == 2 * kDualHalfSf,
+                "the paired weight tile's layout is the same at every token tile");
+  static_assert(Epilogue::kSmemBytes <= sizeof(typename Mainloop::Stage) * Mainloop::kStages,
+                "the epilogue's fp32 and output tiles reuse the stage ring");
   extern __shared__ uint8_t smem_raw[];
-  DualMainloop::SharedStorage& s = shared_storage<DualMainloop::SharedStorage>(smem_raw);
+  typename Mainloop::SharedStorage& s = shared_storage<typename Mainloop::SharedStorage>(smem_raw);
   const TileWork work = cluster_splitk_work(p.g.splits, p.g.num_kb);
   const int64_t n0 = static_cast<int64_t>(work.tile_w) * kDualTileN;
-  const int64_t x0 = static_cast<int64_t>(work.tile_x) * DualMainloop::kBlockX;
+  const int64_t x0 = static_cast<int64_t>(work.tile_x) * Mainloop::kBlockX;
 
   if (threadIdx.x == 0) {
-    DualMainloop::init_barriers(s, p.g);
+    Mainloop::init_barriers(s, p.g);
     ptx::tma_prefetch_desc(&tmap_w1);
     ptx::tma_prefetch_desc(&tmap_w2);
     ptx::tma_prefetch_desc(&tmap_xh);
@@ -191,31 +204,32 @@ __global__ void __launch_bounds__(DualMainloop::kThreads, 1)
   float* tile = reinterpret_cast<float*>(&s.ring[0]);
   float alpha1, alpha2;  // read before the main loop (their load latency hides there)
   if (threadIdx.x < 128) {
-    ptx::setmaxnreg_dec<DualMainloop::kProducerRegs>();
+    ptx::setmaxnreg_dec<Mainloop::kProducerRegs>();
     if (threadIdx.x < 32) {
       const DualTmaDescs tm{&tmap_w1, &tmap_w2, &tmap_xh, &tmap_sfw1, &tmap_sfw2};
-      dual_produce(s, tm, p, n0, x0, work.batch, work.kb_begin, work.kb_count);
+      dual_produce<kTileXT>(s, tm, p, n0, x0, work.batch, work.kb_begin, work.kb_count);
     }
     ptx::pdl_wait_primary();  // (warp 0 waited in dual_produce already)
     alpha1 = load_alpha(p.g);
     alpha2 = load_alpha2(p);
-    ptx::named_barrier_sync(1, DualMainloop::kThreads);  // ring free: the tiles may overwrite it
+    ptx::named_barrier_sync(1, Mainloop::kThreads);  // ring free: the tiles may overwrite it
   } else {
-    ptx::setmaxnreg_inc<DualMainloop::kConsumerRegs>();
+    ptx::setmaxnreg_inc<Mainloop::kConsumerRegs>();
     ptx::pdl_wait_primary();  // costs nothing: the first token tile comes after the same wait
     alpha1 = load_alpha(p.g);
     alpha2 = load_alpha2(p);
-    DualMainloop::ConsumerState c = DualMainloop::init_consumer(s, p.g);
+    typename Mainloop::ConsumerState c = Mainloop::init_consumer(s, p.g);
     if (p.g.sf_mode == kScaleBulk) {  // the paired tile's rows in the two bands (the other modes keep [row][...])
-      c.sfoff0 = static_cast<uint32_t>(offsetof(DualMainloop::Stage, wsf)) + dual_bulk_sf_offset(n0, c.r0, 2 * c.t);
-      c.sfoff1 = static_cast<uint32_t>(offsetof(DualMainloop::Stage, wsf)) + dual_bulk_sf_offset(n0, c.r0 + 8, 2 * c.t);
+      c.sfoff0 = static_cast<uint32_t>(offsetof(typename Mainloop::Stage, wsf)) + dual_bulk_sf_offset(n0, c.r0, 2 * c.t);
+      c.sfoff1 =
+          static_cast<uint32_t>(offsetof(typename Mainloop::Stage, wsf)) + dual_bulk_sf_offset(n0, c.r0 + 8, 2 * c.t);
     }
-    float sum[64];
-    DualMainloop::run_segment(s, c, work.kb_begin, work.kb_count, sum);
-    ptx::named_barrier_sync(1, DualMainloop::kThreads);
-    EpilogueClusterReduce::stage_fragment(tile, threadIdx.x - 128, sum);
+    float sum[Mainloop::kAccRegs];
+    Mainloop::run_segment(s, c, work.kb_begin, work.kb_count, sum);
+    ptx::named_barrier_sync(1, Mainloop::kThreads);
+    Epilogue::Base::stage_fragment(tile, threadIdx.x - 128, sum);
   }
-  EpilogueDual::reduce_and_store(p, &tmap_c, tile, work.split, n0, x0, work.batch, alpha1, alpha2);
+  Epilogue::reduce_and_store(p, &tmap_c, tile, work.split, n0, x0, work.batch, alpha1, alpha2);
 }
 
 }  // namespace nvfp4::sm90
