@@ -81,8 +81,8 @@ constexpr int64_t kDecodeMaxTokens = 32;
 constexpr int64_t kDecodeWideTokens = 16;  // above: NT8 = 3 / 4, the wide-rows bound
 constexpr int64_t kDecodeWideMinRows = 7168;
 constexpr int64_t kDecodeWideMinK = 1536;
-// The dual route's bound (dual_plan.hpp): its kernel has 1 and 2 token groups only.
-constexpr int64_t kDecodeDualMaxTokens = 16;
+// The dual route's bound (dual_plan.hpp): 1..4 token groups, as the dense kernel.
+constexpr int64_t kDecodeDualMaxTokens = 32;
 constexpr int64_t kDecodeMinRows = 4096;
 // Weight rows (N·L) the route needs for M tokens of K elements.
 inline int64_t decode_min_rows(int64_t M, int64_t K) {
