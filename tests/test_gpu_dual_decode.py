@@ -1,6 +1,6 @@
 """GPU tests of the sm90a dual GEMM's decode route (issue 22; cpp/src/sm90/gemv/decode_kernel.cuh
 dual_gemm_decode_kernel, routed by cpp/src/sm90/dual_plan.hpp dual_decode_route: M = 2..32 tokens on
-2 N L >= 4096 weight rows (17..32 at K < 1536: 7168) with the decode kernel's operands). Every result against the float64
+2 N L >= 4096 weight rows (17..32 tokens: 16384) with the decode kernel's operands). Every result against the float64
 reference (tests/test_gpu_dual_fused.py's helpers), on "auto" and, on Hopper, "sm90a" forced.
 Marker `gpu`: skipped without a CUDA device; the route checks skip on other GPUs.
 
@@ -162,9 +162,9 @@ def test_nan_scales_propagate(dev, layout, backend, rng):
 
 ROUTE = [(2, 4096, 7168, None, True), (4, 4096, 7168, None, True), (16, 14336, 4096, None, True),
          (16, 4096, 7168, None, True), (3, 1024, 1024, 2, True),
-         (17, 4096, 7168, None, True), (24, 4096, 7168, 2, True), (32, 14336, 4096, None, True),  # 3 / 4 groups
-         (33, 4096, 7168, None, False), (64, 4096, 7168, None, False),   # fused tiled kernel
-         (17, 2048, 1024, None, False),                                  # 17..32 at K < 1536: 7168 rows needed
+         (17, 14336, 4096, None, True), (24, 4096, 7168, 2, True), (32, 14336, 4096, None, True),  # 3 / 4 groups
+         (17, 4096, 7168, None, False), (33, 4096, 7168, None, False), (64, 4096, 7168, None, False),  # fused
+         (32, 4096, 1024, 2, True), (32, 4095, 1024, 2, False),          # 17..32: 16384 rows
          (2, 1000, 1024, 2, False), (1, 4096, 1024, None, False),      # composed
          (4, 2047, 1024, None, False)]                                  # fused: below the rows bound
 

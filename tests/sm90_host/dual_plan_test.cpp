@@ -370,13 +370,15 @@ static MmaKernelInfo dual_decode_info(int nt8) {
 
 static void test_decode_route() {
   const DualDeviceNumbers dev = h100();
-  // the target shapes: 2..32 tokens decode, 1 composed, 33 and more fused
+  // the target shapes: 2..16 tokens decode (17..32 on 14336x4096: 28672 rows), 1 composed, the rest fused
   for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED})
     for (int64_t NK : {0, 1})
       for (int64_t M : {1, 2, 3, 4, 7, 8, 9, 16, 17, 24, 25, 32, 33, 64, 256}) {
         const int64_t N = NK ? 14336 : 4096, K = NK ? 4096 : 7168;
         const DualGemmProblem p = dense(M, N, K, 1, layout);
-        const DualPath want = M == 1 ? DualPath::kComposed : M <= 32 ? DualPath::kDecode : DualPath::kFused;
+        const DualPath want = M == 1                  ? DualPath::kComposed
+                              : M <= 16 || (M <= 32 && NK) ? DualPath::kDecode
+                                                           : DualPath::kFused;
         const DualPlan g = plan_dual(p, dev);
         CHECK(g.path == want && dual_decode_route(p) == (want == DualPath::kDecode),
               "%lldx%lldx%lld layout %d: %s", (long long)M, (long long)N, (long long)K, (int)layout, path_name(g.path));
@@ -385,7 +387,7 @@ static void test_decode_route() {
         CHECK((decode_dual_unsupported(p) == nullptr) == (M >= 2 && M <= kDecodeDualMaxTokens), "dual support M=%lld",
               (long long)M);
       }
-  // the rows bound: 2 N L >= 4096 weight rows (17..32 tokens at K < 1536: 7168)
+  // the rows bound: 2 N L >= 4096 weight rows (17..32 tokens: 16384)
   struct Rows {
     int64_t N, L;
     bool decode;
@@ -401,7 +403,7 @@ static void test_decode_route() {
   struct Rows32 {
     int64_t N, K;
     bool decode;
-  } rows32[] = {{3584, 1024, true}, {3583, 1024, false}, {2048, 1536, true}, {2047, 1536, false}};
+  } rows32[] = {{8192, 1024, true}, {8191, 1024, false}, {8192, 7168, true}, {4096, 7168, false}};
   for (const Rows32& r : rows32)
     for (int64_t M : {17, 32}) {
       const DualPlan g = plan_dual(dense(M, r.N, r.K), dev);
