@@ -1,10 +1,10 @@
 """GPU tests of the sm90a dual GEMM's decode route (issue 22; cpp/src/sm90/gemv/decode_kernel.cuh
-dual_gemm_decode_kernel, routed by cpp/src/sm90/dual_plan.hpp dual_decode_route: M = 2..16 tokens on
-2 N L >= 4096 weight rows with the decode kernel's operands). Every result against the float64
+dual_gemm_decode_kernel, routed by cpp/src/sm90/dual_plan.hpp dual_decode_route: M = 2..32 tokens on
+2 N L >= 4096 weight rows (17..32 tokens: 16384) with the decode kernel's operands). Every result against the float64
 reference (tests/test_gpu_dual_fused.py's helpers), on "auto" and, on Hopper, "sm90a" forced.
 Marker `gpu`: skipped without a CUDA device; the route checks skip on other GPUs.
 
-Covered: M 2, 3, 4, 7, 16 (one and two token groups) x N 8, 200, 4096 (small N with a batch large
+Covered: M 2, 3, 4, 7, 16, 17, 32 (one to four token groups) x N 8, 200, 4096 (small N with a batch large
 enough for the route: L 256 / 11) and N tails (4100, 2050: a part-empty 128-row band, tasks past N),
 both activations, both scale layouts (linear needs K % 256 == 0; blocked also K = 96, 4224), L 1 and
 3, fp16 / bf16 / fp32 out, device alphas (also changed between CUDA-graph replays), a K split over a
@@ -51,7 +51,7 @@ def check(dev, M, N, K, L, layout, activation, out_dtype, backend, rng, device_a
 # Shapes, layouts, activations, dtypes
 # ---------------------------------------------------------------------------
 
-GRID = [(M, N) for M in (2, 3, 4, 7, 16) for N in (8, 200, 4096)]
+GRID = [(M, N) for M in (2, 3, 4, 7, 16, 17, 32) for N in (8, 200, 4096)]
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
@@ -162,7 +162,9 @@ def test_nan_scales_propagate(dev, layout, backend, rng):
 
 ROUTE = [(2, 4096, 7168, None, True), (4, 4096, 7168, None, True), (16, 14336, 4096, None, True),
          (16, 4096, 7168, None, True), (3, 1024, 1024, 2, True),
-         (17, 4096, 7168, None, False), (64, 4096, 7168, None, False),   # fused tiled kernel
+         (17, 14336, 4096, None, True), (24, 4096, 7168, 2, True), (32, 14336, 4096, None, True),  # 3 / 4 groups
+         (17, 4096, 7168, None, False), (33, 4096, 7168, None, False), (64, 4096, 7168, None, False),  # fused
+         (32, 4096, 1024, 2, True), (32, 4095, 1024, 2, False),          # 17..32: 16384 rows
          (2, 1000, 1024, 2, False), (1, 4096, 1024, None, False),      # composed
          (4, 2047, 1024, None, False)]                                  # fused: below the rows bound
 

@@ -355,11 +355,11 @@ static void test_invariants() {
 using namespace nvfp4::sm90::gemv_detail;
 
 // H100 SXM numbers (as gemv_plan_test.cpp) and the dual decode instances as built by CUDA 13 for
-// sm_90a (ptxas -v): 76 registers for one token group, 126 for two (either scale layout); no
-// static shared memory.
+// sm_90a (ptxas -v): 76 registers for one token group, 126 for two (either scale layout), three
+// and four held to 128 (__launch_bounds__ min 2 blocks); no static shared memory.
 static MmaKernelInfo dual_decode_info(int nt8) {
   MmaKernelInfo i;
-  i.regs = nt8 == 1 ? 76 : 126;
+  i.regs = nt8 == 1 ? 76 : nt8 == 2 ? 126 : 128;
   i.smem_per_sm = 233472;
   i.regs_per_sm = 65536;
   i.static_smem = 0;
@@ -370,22 +370,24 @@ static MmaKernelInfo dual_decode_info(int nt8) {
 
 static void test_decode_route() {
   const DualDeviceNumbers dev = h100();
-  // the target shapes: 2..16 tokens decode, 1 composed, 17 and 64 fused
+  // the target shapes: 2..16 tokens decode (17..32 on 14336x4096: 28672 rows), 1 composed, the rest fused
   for (nvfp4_sf_layout_t layout : {NVFP4_SF_LINEAR, NVFP4_SF_BLOCKED})
     for (int64_t NK : {0, 1})
-      for (int64_t M : {1, 2, 3, 4, 7, 8, 9, 16, 17, 32, 64, 256}) {
+      for (int64_t M : {1, 2, 3, 4, 7, 8, 9, 16, 17, 24, 25, 32, 33, 64, 256}) {
         const int64_t N = NK ? 14336 : 4096, K = NK ? 4096 : 7168;
         const DualGemmProblem p = dense(M, N, K, 1, layout);
-        const DualPath want = M == 1 ? DualPath::kComposed : M <= 16 ? DualPath::kDecode : DualPath::kFused;
+        const DualPath want = M == 1                  ? DualPath::kComposed
+                              : M <= 16 || (M <= 32 && NK) ? DualPath::kDecode
+                                                           : DualPath::kFused;
         const DualPlan g = plan_dual(p, dev);
         CHECK(g.path == want && dual_decode_route(p) == (want == DualPath::kDecode),
               "%lldx%lldx%lld layout %d: %s", (long long)M, (long long)N, (long long)K, (int)layout, path_name(g.path));
         CHECK(plan_dual(p, dev, false).path == (M <= 2 ? DualPath::kComposed : DualPath::kFused), "without the route");
-        // the dense route's 17..32 (3 / 4 token groups) has no dual instance
+        // 2..32 tokens (1..4 token groups), as the dense route
         CHECK((decode_dual_unsupported(p) == nullptr) == (M >= 2 && M <= kDecodeDualMaxTokens), "dual support M=%lld",
               (long long)M);
       }
-  // the rows bound: 2 N L >= 4096 weight rows
+  // the rows bound: 2 N L >= 4096 weight rows (17..32 tokens: 16384)
   struct Rows {
     int64_t N, L;
     bool decode;
@@ -397,6 +399,16 @@ static void test_decode_route() {
       const DualPath other = M <= 2 ? DualPath::kComposed : DualPath::kFused;
       CHECK(g.path == (r.decode ? DualPath::kDecode : other), "M %lld N %lld L %lld: %s", (long long)M,
             (long long)r.N, (long long)r.L, path_name(g.path));
+    }
+  struct Rows32 {
+    int64_t N, K;
+    bool decode;
+  } rows32[] = {{8192, 1024, true}, {8191, 1024, false}, {8192, 7168, true}, {4096, 7168, false}};
+  for (const Rows32& r : rows32)
+    for (int64_t M : {17, 32}) {
+      const DualPlan g = plan_dual(dense(M, r.N, r.K), dev);
+      CHECK(g.path == (r.decode ? DualPath::kDecode : DualPath::kFused), "M %lld N %lld K %lld: %s", (long long)M,
+            (long long)r.N, (long long)r.K, path_name(g.path));
     }
   // operands: what the decode kernel refuses keeps its old path
   {

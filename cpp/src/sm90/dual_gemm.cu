@@ -241,6 +241,8 @@ DualDecodeKernelFn dual_decode_kernel(int nt8, bool blocked) {
   switch (nt8) {
     case 1: return blocked ? dual_gemm_decode_kernel<1, true> : dual_gemm_decode_kernel<1, false>;
     case 2: return blocked ? dual_gemm_decode_kernel<2, true> : dual_gemm_decode_kernel<2, false>;
+    case 3: return blocked ? dual_gemm_decode_kernel<3, true> : dual_gemm_decode_kernel<3, false>;
+    case 4: return blocked ? dual_gemm_decode_kernel<4, true> : dual_gemm_decode_kernel<4, false>;
     default: return nullptr;
   }
 }

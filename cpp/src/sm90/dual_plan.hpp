@@ -42,8 +42,9 @@ enum class DualPath : int32_t {
   kDecode = 3,    // the decode kernel's dual instance (dual_decode_route)
 };
 
-// The decode regime of the gated MLP: M = 2..16 tokens (kDecodeMinTokens .. kDecodeDualMaxTokens: the
-// dual instances have 1 and 2 token groups only) on at least kDecodeMinRows (4096) weight rows, i.e. 2 N L >= 4096: a task is
+// The decode regime of the gated MLP: M = 2..32 tokens (kDecodeMinTokens .. kDecodeDualMaxTokens: 1..4
+// token groups) on at least kDecodeMinRows (4096; 17..32 tokens: kDecodeDualWideMinRows, 16384, where
+// the fused kernel's 32-token tile is slower) weight rows, i.e. 2 N L >= that: a task is
 // 16 weight rows (8 of B1 + 8 of B2), so the dual problem of N columns has the warp tasks, bytes and
 // MMA work of the dense problem of 2 N rows, and the dense route's bounds carry over (measured on
 // the dense kernel, decode_plan.hpp: 4096 rows fill the 132 SMs' rings, 2048 rows lost to the tiled
@@ -55,7 +56,9 @@ enum class DualPath : int32_t {
 // rows, weight scales in 16-byte pieces), B1 and B2 scales in one layout; the rest keeps its path.
 inline bool dual_decode_route(const DualGemmProblem& p) {
   return p.M >= gemv_detail::kDecodeMinTokens && p.M <= gemv_detail::kDecodeDualMaxTokens && p.N > 0 && p.L > 0 &&
-         2 * p.N * p.L >= gemv_detail::kDecodeMinRows && gemv_detail::decode_dual_unsupported(p) == nullptr;
+         2 * p.N * p.L >= (p.M > gemv_detail::kDecodeWideTokens ? gemv_detail::kDecodeDualWideMinRows
+                                                                 : gemv_detail::kDecodeMinRows) &&
+         gemv_detail::decode_dual_unsupported(p) == nullptr;
 }
 
 // Tokens per tile of the fused kernel: the smallest of the GEMM's split-only tiles (gemm_schedule.hpp

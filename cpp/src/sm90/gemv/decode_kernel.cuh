@@ -427,10 +427,12 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_moe_kerne
   decode_gemm<NT8, kBlocked, true>(args.d, args.offsets, args.alphas, args.experts);
 }
 
-// The dual route (dual_gemm.cu): c = act(alpha1 A B1^T) * (alpha2 A B2^T) for 2..16 tokens, each
-// warp task 8 rows of B1 and the same 8 rows of B2 (decode_dual_plan.hpp).
+// The dual route (dual_gemm.cu): c = act(alpha1 A B1^T) * (alpha2 A B2^T) for 2..32 tokens, each
+// warp task 8 rows of B1 and the same 8 rows of B2 (decode_dual_plan.hpp). NT8 = 3 and 4 held to
+// 128 registers as the dense kernel's (two 8-warp CTAs per SM in the shape model).
 template <int NT8, bool kBlocked>
-__global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) dual_gemm_decode_kernel(const DecodeDualArgs args) {
+__global__ void __launch_bounds__(kDecodeMaxWarps * 32, NT8 >= 3 ? 2 : 1) dual_gemm_decode_kernel(
+    const DecodeDualArgs args) {
   decode_gemm<NT8, kBlocked, false, true>(args.d, nullptr, nullptr, 0, &args.e);
 }
 

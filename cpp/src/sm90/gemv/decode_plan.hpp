@@ -81,8 +81,13 @@ constexpr int64_t kDecodeMaxTokens = 32;
 constexpr int64_t kDecodeWideTokens = 16;  // above: NT8 = 3 / 4, the wide-rows bound
 constexpr int64_t kDecodeWideMinRows = 7168;
 constexpr int64_t kDecodeWideMinK = 1536;
-// The dual route's bound (dual_plan.hpp): its kernel has 1 and 2 token groups only.
-constexpr int64_t kDecodeDualMaxTokens = 16;
+// The dual route's bounds (dual_plan.hpp): 1..4 token groups, as the dense kernel; 17..32 tokens
+// only on at least kDecodeDualWideMinRows weight rows (2 N L). H100, session 25, graph µs, the fused
+// 32-token tile -> the decode route at M = 17 / 24 / 32: 4096x7168 (8192 rows) 25.3 / 25.0 / 25.4 ->
+// 27.5 / 27.2 / 30.1 (slower), 14336x4096 (28672 rows) 50.3 / 49.0 / 48.7 -> 38.1 / 39.4 / 45.8. The
+// bound lies between the two measured row counts (not measured in between).
+constexpr int64_t kDecodeDualMaxTokens = 32;
+constexpr int64_t kDecodeDualWideMinRows = 16384;
 constexpr int64_t kDecodeMinRows = 4096;
 // Weight rows (N·L) the route needs for M tokens of K elements.
 inline int64_t decode_min_rows(int64_t M, int64_t K) {
