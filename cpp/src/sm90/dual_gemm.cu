@@ -8,8 +8,8 @@
 // memory. Same numerics as the composed path: each accumulator scaled by its alpha in fp32,
 // the activation in fp32, one rounding at the end.
 //
-// Decode route (dual_plan.hpp dual_decode_route: 2..16 tokens on >= 2048 output columns, operands
-// the decode kernel takes): one launch of the decode kernel's dual instance
+// Decode route (dual_plan.hpp dual_decode_route: 2..16 tokens on >= 2048 output columns, 17..32 on
+// >= 8192, operands the decode kernel takes): one launch of the decode kernel's dual instance
 // (gemv/decode_kernel.cuh dual_gemm_decode_kernel): the weights streamed once, each warp task
 // 8 rows of B1 and the same 8 rows of B2, act * mul on the complete sums in registers. No
 // workspace, no token pass.

@@ -1,4 +1,4 @@
-// Host-side planning of the decode-regime kernel's dual route (dual_gemm with 2..16 tokens:
+// Host-side planning of the decode-regime kernel's dual route (dual_gemm with 2..32 tokens:
 // ../dual_plan.hpp dual_decode_route takes it; launcher ../dual_gemm.cu, kernel
 // decode_kernel.cuh dual_gemm_decode_kernel): its parameters and launch, on the dense plan's
 // shape model (decode_plan.hpp). Plain C++ (no CUDA): tests/sm90_host/dual_plan_test.cpp checks it.
