@@ -13,8 +13,7 @@
 // end in the same CTA and the epilogue applies act*mul on the fully reduced tile.
 //
 // Decode route (dual_decode_route): 2..16 tokens on >= 2048 output columns (N·L), 17..32 on >= 8192,
-// run the decode
-// kernel's dual instance instead (gemv/decode_kernel.cuh dual_gemm_decode_kernel, launch plan
+// run the decode kernel's dual instance instead (gemv/decode_kernel.cuh dual_gemm_decode_kernel, launch plan
 // gemv/decode_dual_plan.hpp): one launch streaming B1 and B2 once, no token pass.
 #pragma once
 
