@@ -355,11 +355,11 @@ static void test_invariants() {
 using namespace nvfp4::sm90::gemv_detail;
 
 // H100 SXM numbers (as gemv_plan_test.cpp) and the dual decode instances as built by CUDA 13 for
-// sm_90a (ptxas -v): 76 registers for one token group, 126 for two (either scale layout), three
-// and four held to 128 (__launch_bounds__ min 2 blocks); no static shared memory.
+// sm_90a (ptxas -v, session 25): 77-79 / 108 / 119 / 124-126 registers for one to four token groups
+// (three and four under __launch_bounds__ min 2 blocks); no static shared memory.
 static MmaKernelInfo dual_decode_info(int nt8) {
   MmaKernelInfo i;
-  i.regs = nt8 == 1 ? 76 : nt8 == 2 ? 126 : 128;
+  i.regs = nt8 == 1 ? 79 : nt8 == 2 ? 108 : nt8 == 3 ? 119 : 126;
   i.smem_per_sm = 233472;
   i.regs_per_sm = 65536;
   i.static_smem = 0;
