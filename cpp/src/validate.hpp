@@ -175,7 +175,7 @@ struct OutDims {
   int64_t v[NVFP4_MAX_DIMS] = {};
   int n = 0;
   OutDims() = default;
-  OutDims(std::initializer_list<int64_t> l) {
+  OutDims(std::initializer_list<int64_t> l) {  // out_view(..., {rows, N}, ...)
     for (int64_t x : l) push(x);
   }
   void push(int64_t x) {

@@ -247,25 +247,18 @@ DualDecodeKernelFn dual_decode_kernel(int nt8, bool blocked) {
   }
 }
 
-// The resources of one instance on `device` (kernel_info.hpp: queried once per device and
-// instance, the dynamic shared memory limit raised to the opt-in maximum on the way).
-nvfp4_status_t dual_decode_info(int device, int nt8, bool blocked, gemv_detail::MmaKernelInfo* out) {
-  const DualDecodeKernelFn kernel = dual_decode_kernel(nt8, blocked);
-  if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode dual gemm: no kernel for %d token groups", nt8);
-  return gemv_detail::decode_kernel_info(device, reinterpret_cast<const void*>(kernel), out);
-}
-
 // The decode route's launch plan; NOT_SUPPORTED (nothing launched) where it cannot run.
 nvfp4_status_t plan_decode(const DualGemmProblem& p, const Exec& exec, gemv_detail::DecodeDualLaunch* dl) {
   using namespace gemv_detail;
   int sm_count = exec.sm_count;
   if (sm_count <= 0) NVFP4_CUDA_TRY(cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, exec.device));
   const int nt8 = decode_nt8(p.M);
-  const bool blocked = p.sfb1.layout == NVFP4_SF_BLOCKED;
-  MmaKernelInfo info;
-  const nvfp4_status_t st = dual_decode_info(exec.device, nt8, blocked, &info);
+  const void* kernel = reinterpret_cast<const void*>(dual_decode_kernel(nt8, p.sfb1.layout == NVFP4_SF_BLOCKED));
+  if (kernel == nullptr) return fail(NVFP4_ERROR_INTERNAL, "sm90a decode dual gemm: no kernel for %d token groups", nt8);
+  MmaKernelInfo info;  // (kernel_info.hpp: queried once per device and instance)
+  const nvfp4_status_t st = decode_kernel_info(exec.device, kernel, &info);
   if (st != NVFP4_SUCCESS) return st;
-  *dl = decode_dual_launch(info, p, sm_count, exec.device, reinterpret_cast<const void*>(dual_decode_kernel(nt8, blocked)));
+  *dl = decode_dual_launch(info, p, sm_count, exec.device, kernel);
   if (dl->unsupported) return fail(NVFP4_ERROR_NOT_SUPPORTED, "%s", dl->unsupported);
   if (dl->launch.sc != kMmaSC)  // the dual instances have full stages only (decode_plan.hpp)
     return fail(NVFP4_ERROR_INTERNAL, "sm90a decode dual gemm: planned stages of %d chunks", dl->launch.sc);

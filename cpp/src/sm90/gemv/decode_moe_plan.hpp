@@ -65,7 +65,7 @@ inline int64_t decode_moe_slots(int64_t total_M, int64_t G, int nt8) {
 // Why the MoE decode kernel cannot take p (nullptr: it can). The dense kernel's operand rules
 // (decode_unsupported) with the expert as the batch; linear scales, as the packed API takes.
 inline const char* decode_moe_unsupported(const PackedGroupedGemmProblem& p) {
-  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0 || p.K <= 0 || p.K % 32 != 0 || p.K / 32 > 0x7FFFFFFF - 64)
+  if (p.G <= 0 || p.total_M <= 0 || p.N <= 0 || !decode_k_supported(p.K))
     return "sm90a decode moe: empty problem or K not a multiple of 32";
   if (p.G > kDecodeMoeMaxExperts) return "sm90a decode moe: more than 1024 experts";
   if (p.c.dtype != DType::kFloat16 && p.c.dtype != DType::kBFloat16 && p.c.dtype != DType::kFloat32)

@@ -9,8 +9,8 @@
 // tile and runs 128-token MMAs whatever M is (24.5-31 µs = 2.5-3.0x SOL for 2..64 tokens on
 // N = K = 7168, H100), while one token as a GEMV reads the weights at 1.44x SOL. This path
 // keeps the GEMV's weight streaming (per-warp cp.async ring, 16-row warp tasks, the same
-// copy geometry, plan.hpp, or half-size stages: kDecodeFineSC below) and multiplies each decoded weight fragment by up to 4 groups of
-// 8 tokens held decoded in shared memory.
+// copy geometry, plan.hpp, or half-size stages: kDecodeFineSC below) and multiplies each decoded
+// weight fragment by up to 4 groups of 8 tokens held decoded in shared memory.
 #pragma once
 
 #include <stddef.h>
@@ -114,13 +114,16 @@ constexpr int kDecodeMaxWarps = 8;
 constexpr int kDecodeMaxCluster = 8;
 constexpr int kDecodeMinClusterStages = 3;
 
+// K the decode kernels take: a multiple of 32, with K / 32 + a 64-chunk token tile (decode_tile_chunks'
+// largest) still an int (the kernel's tile loop).
+inline bool decode_k_supported(int64_t K) { return K > 0 && K % 32 == 0 && K / 32 <= 0x7FFFFFFF - 64; }
+
 // Why the decode kernel cannot take p (nullptr: it can). Same operand rules as the MMA
 // GEMV (gemv_alignment): 16-byte aligned weight and token rows, weight scales as 16-byte
 // pieces (blocked tiles, or linear rows with K % 256 == 0); any token scale layout.
 inline const char* decode_unsupported(const GemmProblem& p) {
   if (p.M < kDecodeMinTokens || p.M > kDecodeMaxTokens) return "sm90a decode gemm: M out of range";
-  // (K / 32 + a 64-chunk token tile stays an int: the kernel's tile loop)
-  if (p.N <= 0 || p.L <= 0 || p.K <= 0 || p.K % 32 != 0 || p.K / 32 > 0x7FFFFFFF - 64)
+  if (p.N <= 0 || p.L <= 0 || !decode_k_supported(p.K))
     return "sm90a decode gemm: empty problem or K not a multiple of 32";
   if (p.c.dtype != DType::kFloat16 && p.c.dtype != DType::kBFloat16 && p.c.dtype != DType::kFloat32)
     return "sm90a decode gemm: unsupported output dtype";
@@ -217,8 +220,8 @@ inline DecodeWaves decode_waves(const MmaKernelInfo& info, int64_t ctas, int kc,
 // its tokens for its K range (~kDecodeTokenCost warp stages per stage and token group).
 // Candidates: Wt = 2..8 tasks per CTA (any count: 7 x 64 = 448 tasks of 7168 rows), K split
 // over kc = 1..8 CTAs of a cluster, waves as decode_waves says. A split only for a clear gain:
-// a candidate with kc > 1 must beat the best so far (split or not, either geometry) by 3%. The constants are first guesses; the cluster sizes past 4 were measured on one shape
-// (bench/NOTES.md "Decode K split over clusters of up to 8": 4096x14336 at kc = 7). Fine stages
+// a candidate with kc > 1 must beat the best so far (split or not, either geometry) by 3%. The
+// constants are first guesses; the cluster sizes past 4 were measured on one shape (bench/NOTES.md "Decode K split over clusters of up to 8": 4096x14336 at kc = 7). Fine stages
 // (sc = kDecodeFineSC, the dense route only) count decode_stage_cost each, and a cluster rank
 // needs kDecodeMinClusterStages of its own stages.
 constexpr double kDecodeLatencyWarps = 6.0;
