@@ -60,9 +60,9 @@ namespace nvfp4::sm90 {
 //      128-token tile is tensor-bound at one CTA per SM (16 wgmma = 2.1 M FMA, ~1,000 cycles,
 //      against ~600 cycles for its 9 KB of weights at 1/132 of HBM). Its stage is 26 KB, so
 //      the ring holds 8 (208 KB). H100 (session 25): 64 x 7168^2 30.4 -> 25.4 µs, 64 x
-//      4096x14336 36.1 -> 30.0, 64 x 14336x4096 32.7 -> 28.1; still ~2.5x the HBM floor:
-//      the weight decode into fragments bounds it, not the bytes (the 32-token tile takes
-//      23.2 µs at M = 4 as at M = 32 on 7168^2).
+//      4096x14336 36.1 -> 30.0, 64 x 14336x4096 32.7 -> 28.1; still ~2.5x the HBM floor and
+//      flat in M (the 32-token tile takes 23.2 µs at M = 4 as at M = 32 on 7168^2): neither
+//      the bytes nor the tensor work bound it; what does is not profiled yet.
 constexpr int kTokenTile = 128;
 constexpr int kTokenTileWide = 136;
 constexpr int kTokenTileSmall = 64;
