@@ -94,7 +94,7 @@ def target_weights(dev, N, K):
 # ---------------------------------------------------------------------------
 
 @pytest.mark.parametrize("backend", BACKENDS)
-@pytest.mark.parametrize("tokens", [1, 4, 16, 64])
+@pytest.mark.parametrize("tokens", [1, 4, 16, 64, 128])
 @pytest.mark.parametrize("N,K", [(2048, 7168), (7168, 2048)])
 def test_target_rows(dev, N, K, tokens, backend, rng):
     w = target_weights(dev, N, K)
@@ -111,11 +111,14 @@ def test_target_rows(dev, N, K, tokens, backend, rng):
 # Experts above one chunk, output dtypes, alphas, a cluster split, odd shapes
 # ---------------------------------------------------------------------------
 
-# (counts, N, K): total_M <= 2 G -> chunks of 8 rows (one token group); above -> 16 (two)
+# (counts, N, K): total_M <= 2 G -> chunks of 8 rows (one token group); <= 8 G -> 16 (two); above
+# -> 32 (four token groups)
 BIG = [
     ({5: 40, 9: 17, 20: 16, 21: 8, 22: 9, 63: 1}, 512, 1024),            # 91 rows / 64 experts: chunks of 8
     ({0: 40, 7: 17, 8: 16, 30: 33, 31: 2, 50: 60, 63: 3}, 512, 1024),    # 171 rows: chunks of 16
     ({3: 40}, 4096, 512),                                                 # one expert only: 3 chunks of 16
+    ({0: 100, 5: 77, 6: 33, 7: 32, 9: 300, 40: 31, 63: 40}, 512, 1024),  # 613 rows: chunks of 32
+    ({g: 20 + (7 * g) % 23 for g in range(64)}, 1024, 2048),              # ~2000 rows, every expert: chunks of 32
 ]
 
 
@@ -264,10 +267,10 @@ def test_malformed_offsets(dev, backend, rng):
 
 
 @needs_sm90
-@pytest.mark.parametrize("tokens,route", [(1, True), (8, True), (64, True), (128, False)])
+@pytest.mark.parametrize("tokens,route", [(1, True), (8, True), (64, True), (128, True), (256, True), (512, False)])
 def test_route_kernel(dev, tokens, route, rng):
     """top-8 of `tokens` over 64 experts, N = 512, K = 256: the MoE decode kernel alone up to a
-    mean of 8 rows per expert (64 tokens), the token pass + tiled kernel above."""
+    mean of 32 rows per expert (256 tokens), the token pass + tiled kernel above."""
     if dev.name != "torch":
         pytest.skip("needs PyTorch (profiler)")
     G, N, K = 64, 512, 256

@@ -60,8 +60,10 @@ const char* packed_refusal(const PackedGroupedGemmProblem& p, const Exec& exec, 
 
 // ---- decode route ----
 using DecodeMoeKernelFn = void (*)(const gemv_detail::DecodeMoeArgs);
-DecodeMoeKernelFn decode_moe_kernel(int nt8) {
-  return nt8 == 1 ? gemv_detail::gemm_decode_moe_kernel<1, false> : gemv_detail::gemm_decode_moe_kernel<2, false>;
+DecodeMoeKernelFn decode_moe_kernel(int nt8) {  // (decode_moe_nt8: 1, 2 or 4 token groups)
+  return nt8 == 1   ? gemv_detail::gemm_decode_moe_kernel<1, false>
+         : nt8 == 2 ? gemv_detail::gemm_decode_moe_kernel<2, false>
+                    : gemv_detail::gemm_decode_moe_kernel<4, false>;
 }
 
 // The decode route's launch on this device (take = false: the tiled kernel runs p). The

@@ -422,8 +422,10 @@ __global__ void __launch_bounds__(kDecodeMaxWarps * 32, NT8 >= 3 ? 2 : 1) gemm_d
 // decode_moe_slots); CTAs past the last chunk exit after the offsets' scan. Nothing the
 // preceding grid may write (offsets, alphas, tokens) is read before griddepcontrol.wait, and
 // no weight byte is prefetched before it (the expert is not known yet).
+// NT8 = 4 (32-row chunks) held to 128 registers as the dense kernel's (two 8-warp CTAs per SM).
 template <int NT8, bool kBlocked>
-__global__ void __launch_bounds__(kDecodeMaxWarps * 32, 1) gemm_decode_moe_kernel(const DecodeMoeArgs args) {
+__global__ void __launch_bounds__(kDecodeMaxWarps * 32, NT8 >= 3 ? 2 : 1) gemm_decode_moe_kernel(
+    const DecodeMoeArgs args) {
   decode_gemm<NT8, kBlocked, true>(args.d, args.offsets, args.alphas, args.experts);
 }
 

@@ -47,10 +47,13 @@ constexpr int kDecodeMoePdl = 1;
 
 // Token groups: one group of 8 while the mean rows per expert is at most 2 (total_M <= 2 G; top-8
 // routing of <= G / 4 tokens: most experts hold 0..3 rows, the few larger ones take extra chunks),
-// else two (16-row chunks: fewer re-reads of a popular expert's weights). One group also keeps the
-// CTA at 107 KB of shared memory (token tile 32 KB + 8 rings), so a second CTA fits on the SM
-// beside a streaming one (the slots past the last chunk exit there); two groups need 139 KB.
-inline int decode_moe_nt8(int64_t total_M, int64_t G) { return total_M <= 2 * G ? 1 : 2; }
+// two (16-row chunks: fewer re-reads of a popular expert's weights) up to a mean of 8, four
+// (32-row chunks) above (packed_plan.hpp kPackedDecodeMeanRows: means up to 32; top-8 of 128
+// tokens over 64 experts, 1024 rows: ~70 chunks of 32 for 62 used experts against 99 of 16).
+// One group also keeps the CTA at 107 KB of shared memory (token tile 32 KB + 8 rings), so a
+// second CTA fits on the SM beside a streaming one (the slots past the last chunk exit there);
+// two groups need 139 KB.
+inline int decode_moe_nt8(int64_t total_M, int64_t G) { return total_M <= 2 * G ? 1 : total_M <= 8 * G ? 2 : 4; }
 
 // Upper bound of the chunks of r = 8 NT8 rows over any valid table: with U experts non-empty,
 // sum_g ceil(M_g / r) = sum_g (1 + floor((M_g - 1) / r)) <= U + floor((total_M - U) / r), which
