@@ -7,7 +7,7 @@ are aligned; the results must match the float64 reference
 every token count, every cluster split the plan picks on an H100, extreme and NaN scales,
 device alphas (also changed between CUDA-graph replays); and the profiler must show the
 decode kernel (not the tiled GEMM, not GEMVs) on that route. M = 1 (a GEMV), 33..65, 17..32 on
-fewer rows at short K and fewer rows (the tiled GEMM) are checked beside them; shapes outside the route still have to
+fewer rows at short K or on many weights / long K (decode_weights_fit) and fewer rows (the tiled GEMM) are checked beside them; shapes outside the route still have to
 match the reference.
 
 Run: python -m pytest -q tests/test_gpu_decode.py"""
@@ -224,7 +224,8 @@ def test_graph_replay_reads_alpha(dev, backend, rng):
                                    (16, 4096, 7168), (17, 4096, 7168), (24, 4096, 7168), (32, 4096, 7168),
                                    (65, 4096, 7168), (8, 2048, 7168), (17, 7168, 7168), (32, 7168, 7168),
                                    (33, 7168, 7168), (8, 4096, 2048), (24, 4096, 2048), (24, 4096, 1024),
-                                   (24, 7168, 1024)])
+                                   (24, 7168, 1024), (24, 4096, 14336), (32, 4096, 14336), (32, 14336, 7168),
+                                   (17, 14336, 14336)])
 def test_decode_kernel_runs(dev, M, N, K, layout, rng):
     if dev.name != "torch":
         pytest.skip("needs PyTorch (profiler)")
@@ -232,8 +233,10 @@ def test_decode_kernel_runs(dev, M, N, K, layout, rng):
     names = kernel_names(dev, lambda: nvfp4.gemm(a.q, a.sf, b.q, b.sf, sf_layout=layout, backend="sm90a"))
     decode = [n for n in names if "gemm_decode_kernel" in n]
     others = [n for n in names if "nvfp4_sm90_gemm" in n or "gemv_mma_kernel" in n or "gemv_reg_kernel" in n]
-    # decode_plan.hpp decode_min_rows: 4096 rows, but 7168 for 17..32 tokens at K < 1536
-    if (2 <= M <= 16 and N >= 4096) or (17 <= M <= 32 and N >= (4096 if K >= 1536 else 7168)):
+    # decode_plan.hpp decode_min_rows: 4096 rows, but 7168 for 17..32 tokens at K < 1536;
+    # decode_weights_fit: 17..24 tokens on at most 2^27 weight elements, 25..32 on 2^26 and K <= 8192
+    fits = M <= 24 and N * K <= 1 << 27 or N * K <= 1 << 26 and K <= 8192
+    if (2 <= M <= 16 and N >= 4096) or (17 <= M <= 32 and N >= (4096 if K >= 1536 else 7168) and fits):
         assert len(decode) == 1 and not others, names
     else:
         assert not decode and others, names

@@ -438,7 +438,8 @@ static void test_packed() {
 // ---------------------------------------------------------------------------
 // The decode route (gemv/decode_plan.hpp, gemm_decode.cu): 2..32 tokens on >= 4096 weight rows
 // (N·L; 17..32 at K < 1536 on >= 7168), with aligned operands; M = 1 stays a GEMV, M = 33..,
-// 17..32 on 4096x1024 and fewer rows the tiled GEMM, misaligned operands the old routes.
+// 17..32 on 4096x1024, 25..32 on long K or many weights and fewer rows the tiled GEMM, misaligned
+// operands the old routes.
 // ---------------------------------------------------------------------------
 static void test_decode_route() {
   const GemmDeviceNumbers dev = h100();
@@ -448,7 +449,8 @@ static void test_decode_route() {
       for (int64_t NK : {int64_t{7168}, int64_t{4096}}) {
         const GemmProblem p = dense(M, NK, NK == 4096 ? 14336 : 7168, 1, lay);
         const GemmPlan g = plan_gemm(p, dev, SIZE_MAX);
-        const bool dec = M >= 2 && M <= 32;
+        // 4096x14336: 25..32 tokens at K > 8192 stay tiled (decode_weights_fit)
+        const bool dec = M >= 2 && M <= (NK == 4096 ? 24 : 32);
         const GemmPath want = M == 1 ? GemmPath::kGemvRoute : dec ? GemmPath::kDecode : GemmPath::kPredecoded;
         CHECK(g.unsupported == nullptr && g.path == want && (!dec || g.workspace_bytes == 0),
               "M=%lld N=%lld layout %d: %s (want %s)", static_cast<long long>(M), static_cast<long long>(NK),
@@ -457,6 +459,13 @@ static void test_decode_route() {
               static_cast<long long>(NK));
         // 14336x4096 (wide rows) takes 17..32 as 7168^2 does
         CHECK(decode_route(dense(M, 14336, 4096, 1, lay)) == (M >= 2 && M <= 32), "decode_route M=%lld 14336x4096",
+              static_cast<long long>(M));
+        // many weights: 14336^2 keeps the decode kernel to 16 tokens, 14336x7168 to 24 (decode_weights_fit)
+        CHECK(decode_route(dense(M, 14336, 14336, 1, lay)) == (M >= 2 && M <= 16), "decode_route M=%lld 14336^2",
+              static_cast<long long>(M));
+        CHECK(decode_route(dense(M, 14336, 7168, 1, lay)) == (M >= 2 && M <= 24), "decode_route M=%lld 14336x7168",
+              static_cast<long long>(M));
+        CHECK(decode_route(dense(M, 7168, 14336, 1, lay)) == (M >= 2 && M <= 24), "decode_route M=%lld 7168x14336",
               static_cast<long long>(M));
         GemmProblem few = dense(M, 2048, 7168, 1, lay);  // too few rows: the tiled GEMM (or a GEMV)
         CHECK(!decode_route(few), "decode_route M=%lld N=2048", static_cast<long long>(M));

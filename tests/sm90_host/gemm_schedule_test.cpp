@@ -41,7 +41,7 @@ static void test_invariants(std::mt19937_64& rng) {
     const size_t ws = pick(0, 2) == 0 ? 0 : SIZE_MAX;
     const GemmPlan g = plan_gemm(p, d, ws);
     if (M <= gemv_detail::kDecodeMaxTokens && N * L >= gemv_detail::decode_min_rows(M, K) &&
-        (p.sfb.layout == NVFP4_SF_BLOCKED || K % 256 == 0)) {  // dense operands: always the decode kernel
+        gemv_detail::decode_weights_fit(M, N * L, K) && (p.sfb.layout == NVFP4_SF_BLOCKED || K % 256 == 0)) {  // dense operands: always the decode kernel
       CHECK(g.unsupported == nullptr && g.path == GemmPath::kDecode && g.workspace_bytes == 0 && g.grid[0] == 0,
             "%lldx%lldx%lld: %s", static_cast<long long>(M), static_cast<long long>(N), static_cast<long long>(K),
             path_name(g.path));

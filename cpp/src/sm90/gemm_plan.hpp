@@ -29,7 +29,8 @@ namespace nvfp4::sm90 {
 constexpr int64_t kGemvMaxTokens = 2;
 
 // The decode regime: 2..kDecodeMaxTokens (32) tokens on at least decode_min_rows(M, K) weight rows
-// (N·L: 4096, but 7168 for 17..32 tokens at K < 1536), with the operands the decode kernel takes (gemv/decode_plan.hpp: 16-byte
+// (N·L: 4096, but 7168 for 17..32 tokens at K < 1536; 17..32 tokens on many weights or long K
+// stay tiled: decode_weights_fit), with the operands the decode kernel takes (gemv/decode_plan.hpp: 16-byte
 // aligned rows, weight scales as 16-byte pieces), run on gemm_decode.cu's kernel, which
 // streams the weights like the MMA GEMV and multiplies each decoded weight fragment by all
 // tokens (H100: 7168^2 at M = 4 19.3 µs against the tiled GEMM's 27.9; the bounds and the
@@ -37,7 +38,8 @@ constexpr int64_t kGemvMaxTokens = 2;
 // GEMVs; M >= 3: the tiled GEMM).
 inline bool decode_route(const GemmProblem& p) {
   return p.M >= gemv_detail::kDecodeMinTokens && p.M <= gemv_detail::kDecodeMaxTokens && p.N > 0 && p.L > 0 &&
-         p.N * p.L >= gemv_detail::decode_min_rows(p.M, p.K) && gemv_detail::decode_unsupported(p) == nullptr;
+         p.N * p.L >= gemv_detail::decode_min_rows(p.M, p.K) && gemv_detail::decode_weights_fit(p.M, p.N * p.L, p.K) &&
+         gemv_detail::decode_unsupported(p) == nullptr;
 }
 
 // Operand roles. The kernels treat A's rows as tokens (decoded once by the pass into fp16, or

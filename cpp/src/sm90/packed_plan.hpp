@@ -24,13 +24,14 @@ namespace nvfp4::sm90 {
 // dense decode kernel streams at ~1.6-1.9x). The host knows only total_M and G: the mean rows
 // per expert total_M / G bounds how many chunks re-read an expert. At mean <= 8 the chunks
 // stay within ~1.2x the used experts (top-8 of 64 tokens over 64 experts: 70 chunks of 16 rows
-// for 59 used experts); above, 32-row chunks (decode_moe_nt8) up to a mean of 32 (top-8 of 128
+// for 59 used experts); above, 32-row chunks (decode_moe_nt8) up to a mean of 16 (top-8 of 128
 // tokens over 64 experts: 99 chunks of 16 rows for 62 used experts, ~70 of 32). Rows of weights
 // N * min(G, total_M) >= 4096, as the dense route asks: fewer rows leave too few warp tasks for
-// the SMs. H100 (session 26, graph): 64 experts, top-8 of 128 tokens (mean 16), tiled -> decode
-// 373.7 -> 336.5 us at (2048, 7168), 383.1 -> 356.6 at (7168, 2048) (2.13 -> 1.94x, 2.15 -> 2.02x
-// the used experts' SOL; bench/NOTES.md "Session 26").
-constexpr int64_t kPackedDecodeMeanRows = 32;
+// the SMs. H100 (session 26, graph, same call), 64 experts, tiled -> decode route: top-8 of 128
+// tokens (mean 16) 395.5 -> 335.3 us at (2048, 7168), 393.3 -> 360.4 at (7168, 2048); of 192 (mean
+// 24) 390.1 -> 364.1 but 356.3 -> 395.0; of 256 (mean 32) 422.1 -> 441.4, 436.7 -> 494.0. So the
+// route ends at a mean of 16 (bench/NOTES.md "Session 26").
+constexpr int64_t kPackedDecodeMeanRows = 16;
 inline bool packed_decode_route(const PackedGroupedGemmProblem& p) {
   if (p.G <= 0 || p.total_M <= 0 || p.N <= 0) return false;
   const int64_t used_max = p.total_M < p.G ? p.total_M : p.G;  // experts that can be non-empty

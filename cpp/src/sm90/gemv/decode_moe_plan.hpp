@@ -48,7 +48,7 @@ constexpr int kDecodeMoePdl = 1;
 // Token groups: one group of 8 while the mean rows per expert is at most 2 (total_M <= 2 G; top-8
 // routing of <= G / 4 tokens: most experts hold 0..3 rows, the few larger ones take extra chunks),
 // two (16-row chunks: fewer re-reads of a popular expert's weights) up to a mean of 8, four
-// (32-row chunks) above (packed_plan.hpp kPackedDecodeMeanRows: means up to 32; top-8 of 128
+// (32-row chunks) above (packed_plan.hpp kPackedDecodeMeanRows: means up to 16; top-8 of 128
 // tokens over 64 experts, 1024 rows: ~70 chunks of 32 for 62 used experts against 99 of 16).
 // One group also keeps the CTA at 107 KB of shared memory (token tile 32 KB + 8 rings), so a
 // second CTA fits on the SM beside a streaming one (the slots past the last chunk exit there);

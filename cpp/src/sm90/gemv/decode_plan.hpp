@@ -93,6 +93,22 @@ constexpr int64_t kDecodeMinRows = 4096;
 inline int64_t decode_min_rows(int64_t M, int64_t K) {
   return M > kDecodeWideTokens && K < kDecodeWideMinK ? kDecodeWideMinRows : kDecodeMinRows;
 }
+// Above 16 tokens the decode kernel's time grows with the weights times the token groups while
+// the tiled GEMM's 32-token tile is flat in M, so many weights go back to the tiled GEMM: 17..24
+// tokens above kDecode3MaxWeights weight elements (N·L·K), 25..32 above kDecode4MaxWeights or at
+// K > kDecode4MaxK. H100, session 26 sweep (N 2048..14336 x K 1024..14336 x M 4..32, graph µs,
+// decode -> tiled, bench/NOTES.md "Session 26"): 14336^2 M = 17 / 24 / 32 65.0 / 66.4 / 77.9 ->
+// 61.8 / 61.6 / 62.0; 4096x14336 M = 32 31.7 -> 28.5; 7168x14336 and 14336x7168 M = 32 42.1 / 41.1 ->
+// 37.3 / 36.7; level (within 3%) at 7168^2, 14336x4096, 4096x7168 M = 32 and 7168x14336 M = 24;
+// the decode kernel 1.04-1.27x faster on every other 17..32 row of the sweep.
+constexpr int64_t kDecode3MaxWeights = int64_t{1} << 27;
+constexpr int64_t kDecode4MaxWeights = int64_t{1} << 26;
+constexpr int64_t kDecode4MaxK = 8192;
+inline bool decode_weights_fit(int64_t M, int64_t NL, int64_t K) {
+  if (M <= kDecodeWideTokens) return true;
+  if (M <= 24) return NL * K <= kDecode3MaxWeights;
+  return NL * K <= kDecode4MaxWeights && K <= kDecode4MaxK;
+}
 inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : M <= 24 ? 3 : 4; }
 // Token chunks (32 K elements, 64 bytes decoded per token) per shared-memory tile, a whole number
 // of stages of sc chunks (kMmaSC or kDecodeFineSC, below). Full stages: at most 32 KB, i.e. 64
