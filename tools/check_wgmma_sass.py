@@ -16,7 +16,9 @@ local-memory accesses (spills) inside the innermost loops that issue HGMMA, and,
 that decode weights (HMUL2), a split of the decode's left shifts that leans to one pipe: fewer
 than a third of them as SHF (ALU pipe) or as IMAD.SHL (FMA pipe). fp4_decode.cuh pins half on
 each; written as plain shifts, ptxas put them all on the FMA pipe inside the GEMM kernels and the
-loop kept the tensor pipe ~5 points less busy (bench/NOTES.md session 21).
+loop kept the tensor pipe ~5 points less busy (bench/NOTES.md session 21). Loops with the
+byte-wise decode (an IMAD.HI: the 32-token tile, measured faster with its shifts as IMAD.SHL,
+session 26) are not checked for the split.
 The model is heuristic where SASS is irregular: an instruction's destination is its first
 register operand (after a leading predicate), 2 registers for .64 / WIDE / CS2R, 4 for .128;
 uniform, store, barrier and branch instructions write no vector register. It can miss a
@@ -257,6 +259,8 @@ def decode_shift_split(insns: list[tuple[int, str]], inner=None) -> list[tuple]:
         ops = [_parse(text[pc])[1] for pc in body]
         if not any(op.startswith("HMUL2") for op in ops):
             continue
+        if any(op.startswith("IMAD.HI") for op in ops):
+            continue  # the byte-wise decode (decode_word_scaled: q >> 3 as a multiply-high), shifts by measurement
         alu = sum(op.startswith("SHF.L") for op in ops)
         fma = sum(op.startswith("IMAD.SHL") for op in ops)
         if alu + fma and 3 * min(alu, fma) < alu + fma:

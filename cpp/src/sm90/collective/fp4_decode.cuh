@@ -70,11 +70,44 @@ __device__ __forceinline__ uint32_t decode_pair(uint32_t q, uint32_t scale2) {
   return hmul2_u32(e2m1x2_to_f16x2_scaled<P>(q), scale2);
 }
 
+// The four decoded, scaled pairs of word q (f[p] = decode_pair<p>(q, scale2), bit for bit)
+// with the shifts and masks shared between the pairs: e holds in byte j the fp16 high byte
+// (sign at bit 7, e1 e0 m at bits 1..3) of the low nibble of byte j (nibble 2j), o that of
+// the high nibble (2j + 1); pair p (nibbles p, p + 4) is bytes p >> 1 and 2 + (p >> 1) of e
+// (p even) or o (p odd) in the high byte of each half: one PRMT (bytes 0, 2) or one LOP3
+// (bytes 1, 3). 11 integer instructions per word instead of 15 (4 x decode_pair), 8 of them on
+// the ALU pipe instead of 9, 3 on the FMA pipe instead of 6 (the left shifts are IMAD.SHL, the
+// right shift a multiply-high), so both pipes get fewer (checked against decode_pair on all
+// 2^32 words; bench/NOTES.md "Decode kernel instruction count"). The decode kernel's fragments
+// and the 32-token tile's (decode_w_fragments<true>) come from it.
+__device__ __forceinline__ uint32_t mulhi_u32(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.hi.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+__device__ __forceinline__ void decode_word_scaled(uint32_t q, uint32_t scale2, uint32_t (&f)[4]) {
+  const uint32_t e = ((q << 4) & 0x80808080u) | ((q << 1) & 0x0E0E0E0Eu);
+  const uint32_t o = (q & 0x80808080u) | (mulhi_u32(q, 1u << 29) & 0x0E0E0E0Eu);  // q >> 3
+  f[0] = hmul2_u32(__byte_perm(e, 0u, 0x2404), scale2);  // bytes 0, 2 of e: nibbles 0, 4
+  f[1] = hmul2_u32(__byte_perm(o, 0u, 0x2404), scale2);  // nibbles 1, 5
+  f[2] = hmul2_u32(e & 0xFF00FF00u, scale2);              // bytes 1, 3 of e: nibbles 2, 6
+  f[3] = hmul2_u32(o & 0xFF00FF00u, scale2);              // nibbles 3, 7
+}
+
 // Weight fragments of one 128-K block for thread (row g, quad t) of an RS wgmma
 // m64nNk16: `a`, `b` = the thread's 16 packed bytes (chunk t) of rows g and g+8,
 // `sa`, `sb` = their two e4m3 scales (columns 2t, 2t+1). f[4ks + j] = register j of
 // k-step ks (chunks c = 2ks for j = 0,1 and 2ks+1 for j = 2,3: word ks/2, pairs
 // 2(ks&1) and 2(ks&1)+1).
+// kByteWise: decode_word_scaled (the same bits, 4 fewer instructions per word, its shifts on the
+// FMA pipe) instead of the pinned SHF / IMAD split of decode_pair. Only the 32-token tile takes
+// it: there two consumer warps per scheduler leave the decode issue- and latency-bound (ncu:
+// ~240 instructions per warp and block, tensor pipe mostly idle); where the tile is wider the
+// tensor work hides the decode and the pipe split wins. H100, session 26, same call, graph µs,
+// split -> byte-wise: 32-token tile 7168^2 M = 4 / 32 22.9 / 23.4 -> 21.1 / 21.4, 4096x14336 M = 32
+// 28.8 -> 26.7; wider tiles slower (64 x 7168^2 25.1 -> 26.4, 96 x 27.5 -> 29.6, 1024 x 7168^2
+// 182.5 -> 196.8, dual 512x4096x7168 107.1 -> 115.4).
+template <bool kByteWise = false>
 __device__ __forceinline__ void decode_w_fragments(const uint4& a, const uint4& b, uint32_t sa, uint32_t sb,
                                                    uint32_t (&f)[32]) {
   const uint32_t ha = e4m3x2_to_f16x2(sa), hb = e4m3x2_to_f16x2(sb);
@@ -84,14 +117,25 @@ __device__ __forceinline__ void decode_w_fragments(const uint4& a, const uint4& 
   const uint32_t qb[4] = {b.x, b.y, b.z, b.w};
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
-    f[8 * w + 0] = decode_pair<0>(qa[w], sa2[w >> 1]);
-    f[8 * w + 1] = decode_pair<0>(qb[w], sb2[w >> 1]);
-    f[8 * w + 2] = decode_pair<1>(qa[w], sa2[w >> 1]);
-    f[8 * w + 3] = decode_pair<1>(qb[w], sb2[w >> 1]);
-    f[8 * w + 4] = decode_pair<2>(qa[w], sa2[w >> 1]);
-    f[8 * w + 5] = decode_pair<2>(qb[w], sb2[w >> 1]);
-    f[8 * w + 6] = decode_pair<3>(qa[w], sa2[w >> 1]);
-    f[8 * w + 7] = decode_pair<3>(qb[w], sb2[w >> 1]);
+    if constexpr (kByteWise) {
+      uint32_t fa[4], fb[4];
+      decode_word_scaled(qa[w], sa2[w >> 1], fa);
+      decode_word_scaled(qb[w], sb2[w >> 1], fb);
+#pragma unroll
+      for (int p = 0; p < 4; ++p) {
+        f[8 * w + 2 * p] = fa[p];
+        f[8 * w + 2 * p + 1] = fb[p];
+      }
+    } else {
+      f[8 * w + 0] = decode_pair<0>(qa[w], sa2[w >> 1]);
+      f[8 * w + 1] = decode_pair<0>(qb[w], sb2[w >> 1]);
+      f[8 * w + 2] = decode_pair<1>(qa[w], sa2[w >> 1]);
+      f[8 * w + 3] = decode_pair<1>(qb[w], sb2[w >> 1]);
+      f[8 * w + 4] = decode_pair<2>(qa[w], sa2[w >> 1]);
+      f[8 * w + 5] = decode_pair<2>(qb[w], sb2[w >> 1]);
+      f[8 * w + 6] = decode_pair<3>(qa[w], sa2[w >> 1]);
+      f[8 * w + 7] = decode_pair<3>(qb[w], sb2[w >> 1]);
+    }
   }
 }
 

@@ -61,8 +61,12 @@ namespace nvfp4::sm90 {
 //      against ~600 cycles for its 9 KB of weights at 1/132 of HBM). Its stage is 26 KB, so
 //      the ring holds 8 (208 KB). H100 (session 25): 64 x 7168^2 30.4 -> 25.4 µs, 64 x
 //      4096x14336 36.1 -> 30.0, 64 x 14336x4096 32.7 -> 28.1; still ~2.5x the HBM floor and
-//      flat in M (the 32-token tile takes 23.2 µs at M = 4 as at M = 32 on 7168^2): neither
-//      the bytes nor the tensor work bound it; what does is not profiled yet.
+//      flat in M (the 32-token tile takes 23.2 µs at M = 4 as at M = 32 on 7168^2). ncu
+//      (session 26, 32-token tile, 7168^2 M = 4): 112 CTAs, ~1,370 cycles per K block against
+//      ~550 for its 8 KB at the CTAs' HBM share, DRAM 31% of peak, issue 30%; the consumer
+//      warps (two per scheduler) spend ~240 instructions per block, 87% of their samples in
+//      the decode / wgmma loop and ~7% waiting for data: the weight decode's issue and latency
+//      bound it (bench/NOTES.md "Session 26").
 constexpr int kTokenTile = 128;
 constexpr int kTokenTileWide = 136;
 constexpr int kTokenTileSmall = 64;
@@ -105,6 +109,9 @@ struct MainloopRSPredecodedT {
   static constexpr int kProducerRegs = 56;    // setmaxnreg: 128 * 56 + 256 * 224 <= 65536
   static constexpr int kConsumerRegs = 224;
   static constexpr int kXAtomBytes = kBlockX * 128;
+  // fp4_decode.cuh decode_w_fragments: the byte-wise word decode only where the decode, not the
+  // tensor work, bounds a block (the 32-token tile; measured there and on the wider tiles).
+  static constexpr bool kByteWiseDecode = kTileX == kTokenTileTiny;
   static constexpr int kSfTmaCols = MainloopRS::kSfTmaCols;
 
   struct alignas(1024) Stage {
@@ -233,7 +240,7 @@ struct MainloopRSPredecodedT {
 
   static __device__ __forceinline__ void load_w_fragments(SharedStorage& s, ConsumerState& c, uint32_t (&f)[32]) {
     const MainloopRS::WRaw w = fetch_w(s, c);
-    decode_w_fragments(w.a, w.b, w.sa, w.sb, f);
+    decode_w_fragments<kByteWiseDecode>(w.a, w.b, w.sa, w.sb, f);
   }
 
   // total += acc after wgmma.wait_group 0 (AccumulatorPromotion::promote at kTileX / 2 values).
@@ -311,7 +318,7 @@ struct MainloopRSPredecodedT {
       release_stage(s, rs);
     }
     c.mstage = ms + 1 == kStages ? 0 : ms + 1;
-    if (more) decode_w_fragments(w.a, w.b, w.sa, w.sb, nxt);
+    if (more) decode_w_fragments<kByteWiseDecode>(w.a, w.b, w.sa, w.sb, nxt);
   }
 
   // consumer_step for a block that is known to be neither the first nor the last of the
@@ -338,7 +345,7 @@ struct MainloopRSPredecodedT {
     __syncwarp();
     release_stage(s, ms == 0 ? kStages - 1 : ms - 1);
     c.mstage = ms + 1 == kStages ? 0 : ms + 1;
-    decode_w_fragments(w.a, w.b, w.sa, w.sb, nxt);
+    decode_w_fragments<kByteWiseDecode>(w.a, w.b, w.sa, w.sb, nxt);
   }
 
   // Steady blocks come in groups of kSteadyGroup (whole two-buffer cycles and whole

@@ -40,29 +40,6 @@
 
 namespace nvfp4::sm90::gemv_detail {
 
-// The four decoded, scaled pairs of word q (f[p] = decode_pair<p>(q, scale2), bit for bit)
-// with the shifts and masks shared between the pairs: e holds in byte j the fp16 high byte
-// (sign at bit 7, e1 e0 m at bits 1..3) of the low nibble of byte j (nibble 2j), o that of
-// the high nibble (2j + 1); pair p (nibbles p, p + 4) is bytes p >> 1 and 2 + (p >> 1) of e
-// (p even) or o (p odd) in the high byte of each half: one PRMT (bytes 0, 2) or one LOP3
-// (bytes 1, 3). 11 integer instructions per word instead of 15 (4 x decode_pair), 8 of them on
-// the ALU pipe instead of 9: the left shifts are IMAD.SHL, the right shift a multiply-high, both
-// on the FMA pipe (checked against decode_pair on all 2^32 words; bench/NOTES.md "Decode kernel
-// instruction count"). Here and not in fp4_decode.cuh: only the decode kernel uses it.
-__device__ __forceinline__ uint32_t mulhi_u32(uint32_t a, uint32_t b) {
-  uint32_t d;
-  asm("mul.hi.u32 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-__device__ __forceinline__ void decode_word_scaled(uint32_t q, uint32_t scale2, uint32_t (&f)[4]) {
-  const uint32_t e = ((q << 4) & 0x80808080u) | ((q << 1) & 0x0E0E0E0Eu);
-  const uint32_t o = (q & 0x80808080u) | (mulhi_u32(q, 1u << 29) & 0x0E0E0E0Eu);  // q >> 3
-  f[0] = hmul2_u32(__byte_perm(e, 0u, 0x2404), scale2);  // bytes 0, 2 of e: nibbles 0, 4
-  f[1] = hmul2_u32(__byte_perm(o, 0u, 0x2404), scale2);  // nibbles 1, 5
-  f[2] = hmul2_u32(e & 0xFF00FF00u, scale2);              // bytes 1, 3 of e: nibbles 2, 6
-  f[3] = hmul2_u32(o & 0xFF00FF00u, scale2);              // nibbles 3, 7
-}
-
 // D(16x8 f32) += A(16x16 f16) * B(16x8 f16).
 __device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
                                               uint32_t b0, uint32_t b1) {
