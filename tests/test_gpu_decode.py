@@ -116,7 +116,7 @@ SPLITS = [
     (16, 4096, 14336, 1),   # a benchmark shape: full stages, kc 7
     (4, 14336, 4096, 1),    # a benchmark shape: full stages, kc 2
     (2, 4100, 2080, 3),     # K tail: a partial last stage, N tail
-    (32, 7168, 7168, 1),    # 4 token groups, a benchmark shape (fine stages, kc 4)
+    (32, 7168, 4096, 1),    # 4 token groups on 7168 rows (7168^2 takes the 32-token tile at 25..32)
     (17, 14336, 4096, 1),   # 3 token groups, a benchmark shape (kc 2), 7 empty token columns
     (24, 7300, 2080, 1),    # 3 token groups: K tail, N tail
     (20, 2400, 1024, 3),    # 3 token groups, batched: 7200 rows in all
@@ -234,8 +234,8 @@ def test_decode_kernel_runs(dev, M, N, K, layout, rng):
     decode = [n for n in names if "gemm_decode_kernel" in n]
     others = [n for n in names if "nvfp4_sm90_gemm" in n or "gemv_mma_kernel" in n or "gemv_reg_kernel" in n]
     # decode_plan.hpp decode_min_rows: 4096 rows, but 7168 for 17..32 tokens at K < 1536;
-    # decode_weights_fit: 17..24 tokens on at most 2^27 weight elements, 25..32 on 2^26 and K <= 8192
-    fits = M <= 24 and N * K <= 1 << 27 or N * K <= 1 << 26 and K <= 8192
+    # decode_weights_fit: 17..24 tokens on at most 2^26 weight elements, 25..32 on 2^25 and K <= 4096
+    fits = M <= 24 and N * K <= 1 << 26 or N * K <= 1 << 25 and K <= 4096
     if (2 <= M <= 16 and N >= 4096) or (17 <= M <= 32 and N >= (4096 if K >= 1536 else 7168) and fits):
         assert len(decode) == 1 and not others, names
     else:

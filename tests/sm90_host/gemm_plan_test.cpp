@@ -449,24 +449,24 @@ static void test_decode_route() {
       for (int64_t NK : {int64_t{7168}, int64_t{4096}}) {
         const GemmProblem p = dense(M, NK, NK == 4096 ? 14336 : 7168, 1, lay);
         const GemmPlan g = plan_gemm(p, dev, SIZE_MAX);
-        // 4096x14336: 25..32 tokens at K > 8192 stay tiled (decode_weights_fit)
-        const bool dec = M >= 2 && M <= (NK == 4096 ? 24 : 32);
+        // 25..32 tokens at K > 4096 stay tiled (decode_weights_fit)
+        const bool dec = M >= 2 && M <= 24;
         const GemmPath want = M == 1 ? GemmPath::kGemvRoute : dec ? GemmPath::kDecode : GemmPath::kPredecoded;
         CHECK(g.unsupported == nullptr && g.path == want && (!dec || g.workspace_bytes == 0),
               "M=%lld N=%lld layout %d: %s (want %s)", static_cast<long long>(M), static_cast<long long>(NK),
               static_cast<int>(lay), path_name(g.path), path_name(want));
         CHECK(decode_route(p) == dec, "decode_route M=%lld N=%lld", static_cast<long long>(M),
               static_cast<long long>(NK));
-        // 14336x4096 (wide rows) takes 17..32 as 7168^2 does
-        CHECK(decode_route(dense(M, 14336, 4096, 1, lay)) == (M >= 2 && M <= 32), "decode_route M=%lld 14336x4096",
+        // 14336x4096: 17..24 (58.7 M weights <= 2^26), not 25..32 (> 2^25); 7168x4096 all 2..32
+        CHECK(decode_route(dense(M, 14336, 4096, 1, lay)) == (M >= 2 && M <= 24), "decode_route M=%lld 14336x4096",
               static_cast<long long>(M));
-        // many weights: 14336^2 keeps the decode kernel to 16 tokens, 14336x7168 to 24 (decode_weights_fit)
-        CHECK(decode_route(dense(M, 14336, 14336, 1, lay)) == (M >= 2 && M <= 16), "decode_route M=%lld 14336^2",
+        CHECK(decode_route(dense(M, 7168, 4096, 1, lay)) == (M >= 2 && M <= 32), "decode_route M=%lld 7168x4096",
               static_cast<long long>(M));
-        CHECK(decode_route(dense(M, 14336, 7168, 1, lay)) == (M >= 2 && M <= 24), "decode_route M=%lld 14336x7168",
-              static_cast<long long>(M));
-        CHECK(decode_route(dense(M, 7168, 14336, 1, lay)) == (M >= 2 && M <= 24), "decode_route M=%lld 7168x14336",
-              static_cast<long long>(M));
+        // many weights (> 2^26): 14336^2, 14336x7168 and 7168x14336 keep the decode kernel to 16 tokens
+        for (const auto& nk : {std::pair<int64_t, int64_t>{14336, 14336}, {14336, 7168}, {7168, 14336}})
+          CHECK(decode_route(dense(M, nk.first, nk.second, 1, lay)) == (M >= 2 && M <= 16),
+                "decode_route M=%lld %lldx%lld", static_cast<long long>(M), static_cast<long long>(nk.first),
+                static_cast<long long>(nk.second));
         GemmProblem few = dense(M, 2048, 7168, 1, lay);  // too few rows: the tiled GEMM (or a GEMV)
         CHECK(!decode_route(few), "decode_route M=%lld N=2048", static_cast<long long>(M));
         // 17..32 tokens on 4096 rows only at K >= 1536 (shorter: too few stages per warp)

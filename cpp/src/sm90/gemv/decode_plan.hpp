@@ -97,13 +97,16 @@ inline int64_t decode_min_rows(int64_t M, int64_t K) {
 // the tiled GEMM's 32-token tile is flat in M, so many weights go back to the tiled GEMM: 17..24
 // tokens above kDecode3MaxWeights weight elements (N·L·K), 25..32 above kDecode4MaxWeights or at
 // K > kDecode4MaxK. H100, session 26 sweep (N 2048..14336 x K 1024..14336 x M 4..32, graph µs,
-// decode -> tiled, bench/NOTES.md "Session 26"): 14336^2 M = 17 / 24 / 32 65.0 / 66.4 / 77.9 ->
-// 61.8 / 61.6 / 62.0; 4096x14336 M = 32 31.7 -> 28.5; 7168x14336 and 14336x7168 M = 32 42.1 / 41.1 ->
-// 37.3 / 36.7; level (within 3%) at 7168^2, 14336x4096, 4096x7168 M = 32 and 7168x14336 M = 24;
-// the decode kernel 1.04-1.27x faster on every other 17..32 row of the sweep.
-constexpr int64_t kDecode3MaxWeights = int64_t{1} << 27;
-constexpr int64_t kDecode4MaxWeights = int64_t{1} << 26;
-constexpr int64_t kDecode4MaxK = 8192;
+// decode / 32-token tile before its byte-wise decode, bench/NOTES.md "Session 26"): tile faster at
+// 14336^2 M = 17 / 24 / 32 (65.0 / 66.4 / 77.9 against 61.8 / 61.6 / 62.0), 4096x14336 M = 32 (31.7
+// against 28.5), 7168x14336 and 14336x7168 M = 32 (42.1 / 41.1 against 37.3 / 36.7); the byte-wise
+// decode then took 5-10% off the tile (7168^2 M = 32 24.0 -> 22.1, 14336x4096 25.4 -> 24.0, against
+// the decode kernel's 23.7 / 25.7), which moves the bounds to 2^26 and 2^25 / K <= 4096 (the sweep's
+// tiled times x 0.92: 7168x4096 M = 32 decode 15.8 against ~17.3, 4096x7168 19.7 against ~17.9,
+// 14336x7168 M = 24 35.0 against ~33.4).
+constexpr int64_t kDecode3MaxWeights = int64_t{1} << 26;
+constexpr int64_t kDecode4MaxWeights = int64_t{1} << 25;
+constexpr int64_t kDecode4MaxK = 4096;
 inline bool decode_weights_fit(int64_t M, int64_t NL, int64_t K) {
   if (M <= kDecodeWideTokens) return true;
   if (M <= 24) return NL * K <= kDecode3MaxWeights;
