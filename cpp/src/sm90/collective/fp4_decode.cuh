@@ -101,9 +101,9 @@ __device__ __forceinline__ void decode_word_scaled(uint32_t q, uint32_t scale2, 
 // 2(ks&1) and 2(ks&1)+1).
 // kByteWise: decode_word_scaled (the same bits, 4 fewer instructions per word, its shifts on the
 // FMA pipe) instead of the pinned SHF / IMAD split of decode_pair. Only the 32-token tile takes
-// it: there two consumer warps per scheduler leave the decode issue- and latency-bound (ncu:
-// ~240 instructions per warp and block, tensor pipe mostly idle); where the tile is wider the
-// tensor work hides the decode and the pipe split wins. H100, session 26, same call, graph µs,
+// it: there two consumer warps per scheduler leave the decode latency-bound (ncu: ~240
+// instructions per warp and block, a warp eligible in 40% of the scheduler cycles, SM busy 31%);
+// where the tile is wider the tensor work hides the decode and the pipe split wins. H100, session 26, same call, graph µs,
 // split -> byte-wise: 32-token tile 7168^2 M = 4 / 32 22.9 / 23.4 -> 21.1 / 21.4, 4096x14336 M = 32
 // 28.8 -> 26.7; wider tiles slower (64 x 7168^2 25.1 -> 26.4, 96 x 27.5 -> 29.6, 1024 x 7168^2
 // 182.5 -> 196.8, dual 512x4096x7168 107.1 -> 115.4).

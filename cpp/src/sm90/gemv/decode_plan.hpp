@@ -103,13 +103,14 @@ inline int64_t decode_min_rows(int64_t M, int64_t K) {
 // decode then took 5-10% off the tile (7168^2 M = 32 24.0 -> 22.1, 14336x4096 25.4 -> 24.0, against
 // the decode kernel's 23.7 / 25.7), which moves the bounds to 2^26 and 2^25 / K <= 4096 (the sweep's
 // tiled times x 0.92: 7168x4096 M = 32 decode 15.8 against ~17.3, 4096x7168 19.7 against ~17.9,
-// 14336x7168 M = 24 35.0 against ~33.4).
+// 14336x7168 M = 24 35.0 against ~33.4); checked in the same session on 32 boundary shapes (M 17 /
+// 24 / 25 / 32 x 8 (N, K)): the route within 0.96-1.01 of the faster of the two.
 constexpr int64_t kDecode3MaxWeights = int64_t{1} << 26;
 constexpr int64_t kDecode4MaxWeights = int64_t{1} << 25;
 constexpr int64_t kDecode4MaxK = 4096;
 inline bool decode_weights_fit(int64_t M, int64_t NL, int64_t K) {
   if (M <= kDecodeWideTokens) return true;
-  if (M <= 24) return NL * K <= kDecode3MaxWeights;
+  if (M <= 24) return NL * K <= kDecode3MaxWeights;  // (3 token groups: decode_nt8)
   return NL * K <= kDecode4MaxWeights && K <= kDecode4MaxK;
 }
 inline int decode_nt8(int64_t M) { return M <= 8 ? 1 : M <= 16 ? 2 : M <= 24 ? 3 : 4; }
