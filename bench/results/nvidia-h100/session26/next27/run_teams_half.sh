@@ -12,6 +12,7 @@ N=.scratch/next27
 build() { python3 -m pip install --no-build-isolation --no-deps -e . > $OUT/build_$1.log 2>&1 || { grep -E "error" $OUT/build_$1.log | head; tail -5 $OUT/build_$1.log; exit 1; }; echo "== $1 built t=$(el)"; }
 SH="gemm:4x7168x7168,gemm:16x7168x7168,gemm:32x7168x7168,gemm:32x4096x14336,gemm:32x14336x4096,gemm:32x2048x16384,gemm:8x2048x7168"
 bench() { NVFP4_DECODE_MAX=1 timeout 60 python3 -m nvfp4 bench --quiet --reps 10 --shapes $SH > $OUT/b_$1.txt 2>&1; echo "bench $1 rc $? t=$(el)"; grep -E "nvfp4 +auto" $OUT/b_$1.txt | awk -v t=$1 '{print "  ["t"]", $2, $3, $4, $7, $8}'; }
+git apply $N/teams_half.patch || exit 1  # (the tree is main)
 git apply $N/decode_env.patch || exit 1
 build T
 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_sass_wgmma.py tests/test_gpu_gemm.py -k "token_tile or sass or wgmma or hazard" > $OUT/tests_T1.log 2>&1
@@ -34,5 +35,5 @@ done
 bench T
 git apply -R $N/teams_half.patch || exit 1
 build A; bench A
-git apply $N/teams_half.patch; git apply -R $N/decode_env.patch
+git apply -R $N/decode_env.patch  # (the tree is main again)
 echo "t=$(el)"
