@@ -3,17 +3,18 @@
 # split-K 32-token tile with two consumer teams on alternate K blocks, each decoding half a block ahead of its wgmma.
 # Tests, the built library's wgmma hazard check and sanitizers first, its timings, then main's build timed in the
 # same call. Prediction: it recovers the 8-10% the one-buffer form lost (session 26 call 8) and gains from four warps
-# per scheduler: 7168^2 M = 32 22.1 -> ~19-20 µs. Copy this folder to .scratch/next27 first.
-#   run(command="bash .scratch/next27/run_teams_half.sh", carry=[".scratch/next27", "extern/cutlass"], kind="nvidia-h100-x1")
+# per scheduler: 7168^2 M = 32 22.1 -> ~19-20 µs.
+#   run(command="bash bench/results/nvidia-h100/session26/next27/run_teams_half.sh", carry=["extern/cutlass"], kind="nvidia-h100-x1")
 set -u
 export OUT=${OUT:-/tmp/out} PYTHONUNBUFFERED=1 CMAKE_BUILD_PARALLEL_LEVEL=16 NVFP4_CUDA_ARCHS=90a
 T0=$(date +%s); el() { echo $(( $(date +%s) - T0 )); }
-N=.scratch/next27
+N=bench/results/nvidia-h100/session26/next27  # this folder, as committed
+H=bench/results/nvidia-h100/session26  # the session-26 helpers it shares
 build() { python3 -m pip install --no-build-isolation --no-deps -e . > $OUT/build_$1.log 2>&1 || { grep -E "error" $OUT/build_$1.log | head; tail -5 $OUT/build_$1.log; exit 1; }; echo "== $1 built t=$(el)"; }
 SH="gemm:4x7168x7168,gemm:16x7168x7168,gemm:32x7168x7168,gemm:32x4096x14336,gemm:32x14336x4096,gemm:32x2048x16384,gemm:8x2048x7168"
 bench() { NVFP4_DECODE_MAX=1 timeout 60 python3 -m nvfp4 bench --quiet --reps 10 --shapes $SH > $OUT/b_$1.txt 2>&1; echo "bench $1 rc $? t=$(el)"; grep -E "nvfp4 +auto" $OUT/b_$1.txt | awk -v t=$1 '{print "  ["t"]", $2, $3, $4, $7, $8}'; }
 git apply $N/teams_half.patch || exit 1  # (the tree is main)
-git apply $N/decode_env.patch || exit 1
+git apply $H/decode_env.patch || exit 1
 build T
 timeout 90 python3 -m pytest -q -p no:cacheprovider tests/test_sass_wgmma.py tests/test_gpu_gemm.py -k "token_tile or sass or wgmma or hazard" > $OUT/tests_T1.log 2>&1
 echo "tests token_tile rc $? t=$(el)"; tail -1 $OUT/tests_T1.log; grep -E "^FAILED|^ERROR" $OUT/tests_T1.log | head -5
@@ -35,5 +36,5 @@ done
 bench T
 git apply -R $N/teams_half.patch || exit 1
 build A; bench A
-git apply -R $N/decode_env.patch  # (the tree is main again)
+git apply -R $H/decode_env.patch  # (the tree is main again)
 echo "t=$(el)"
