@@ -9,7 +9,7 @@ reference (nvfp4.reference's tables on the device: tests/_util.py's device helpe
 Covered: top-8 routing of 1, 4, 16 and 64 tokens over 64 experts on both target (N, K) pairs at
 full size (ragged, empty experts, device alphas); experts above a chunk (17, 40 rows: several
 chunk slots; one and two token groups); fp16 / bf16 / fp32 outputs with and without alphas; a
-K split over a cluster; N and K tails, and shapes off the route; CUDA-graph replay with new offsets (same total_M) and new alphas; a
+K split over a cluster; 33 to 1000 experts (the chunk scan's rows and batches); N and K tails, and shapes off the route; CUDA-graph replay with new offsets (same total_M) and new alphas; a
 malformed device table (decreasing, negative, past total_M: no fault, no hang, the first
 expert's rows finite, the next good call exact); that the profiler shows the MoE decode kernel
 (and no token pass) on the route and the tiled kernel off it.
@@ -180,6 +180,24 @@ def test_odd_shapes(dev, G, tokens, N, K, backend, rng):
     w = Experts(dev, G, N, K, rng)
     x = Operand(dev, int(offs[-1]), K, None, "linear", rng, lo=0.25, hi=1.0)
     out = packed(dev, x, w, offs, backend, out_dtype="float32")
+    assert_matches(dev.get(out), reference(dev, x, w, offs), "float32")
+
+
+# The chunk scan past one warp row and past one load batch (decode_moe.cuh moe_find_chunk: experts in
+# rows of 32, four rows per batch): G = 33, 200, 1000 with routed rows, and rows only in the last
+# experts of the table (the carry over every row before).
+@pytest.mark.parametrize("G,last_only", [(33, False), (200, False), (1000, False), (200, True), (1000, True)])
+def test_many_experts(dev, G, last_only, rng):
+    if last_only:
+        counts = np.zeros(G, dtype=np.int64)
+        counts[-3:] = [2, 0, 9]
+        counts[G // 2] = 1
+    else:
+        counts = routing(16, G, rng)
+    offs = offsets_of(counts)
+    w = Experts(dev, G, 512, 256, rng)
+    x = Operand(dev, int(offs[-1]), 256, None, "linear", rng, lo=0.25, hi=1.0)
+    out = packed(dev, x, w, offs, "auto", out_dtype="float32")
     assert_matches(dev.get(out), reference(dev, x, w, offs), "float32")
 
 

@@ -25,14 +25,14 @@ using namespace nvfp4::sm90::gemv_detail;
 constexpr int kSms = 132;
 // H100 SXM numbers (as gemv_plan_test.cpp) and the MoE kernel instances as built by CUDA 13 for
 // sm_90a (ptxas -v, session 25): 83 registers for one token group, 112 for two, 126 for four (held to
-// 128 by __launch_bounds__ min 2 blocks); no static shared memory.
+// 128 by __launch_bounds__ min 2 blocks); 32 bytes of static shared memory (decode_moe.cuh MoeChunkShared).
 static MmaKernelInfo moe_info(int nt8) {
   MmaKernelInfo i;
   i.regs = nt8 == 1 ? 83 : nt8 == 2 ? 112 : 126;
   i.smem_per_sm = 233472;
   i.regs_per_sm = 65536;
-  i.static_smem = 0;
-  i.max_smem_block = 232448;
+  i.static_smem = 32;
+  i.max_smem_block = 232448 - 32;
   h100_cluster_table(i);
   return i;
 }
@@ -62,39 +62,28 @@ static PackedGroupedGemmProblem packed(int32_t G, int64_t total_M, int64_t N, in
   return p;
 }
 
-// The kernel's scan (moe_find_chunk) for slot j, lane by lane: lane i owns experts
-// [i q, i q + q), the warp's inclusive scan of the lanes' chunk counts, the first lane whose
-// range holds j walks its experts. Returns false past the last chunk.
+// The kernel's scan (moe_find_chunk) for slot j, lane by lane: expert g = 32 r + lane in row r,
+// an inclusive scan of the row's chunk counts in expert order plus the rows before, the first
+// lane whose chunks hold j answers. Returns false past the last chunk.
 static bool find_chunk(const std::vector<int32_t>& off, int32_t G, int64_t total, int64_t j, int r, int64_t* expert,
                        int64_t* row0, int64_t* rows) {
-  const int32_t q = (G + 31) / 32;
-  int64_t inc = 0;
-  for (int lane = 0; lane < 32; ++lane) {
-    const int32_t g0 = std::min(G, lane * q), g1 = std::min(G, g0 + q);
-    int64_t n = 0;
-    for (int32_t g = g0; g < g1; ++g) {
-      int64_t b, e;
-      moe_clamp_span(off[g], off[g + 1], total, b, e);
-      n += moe_chunks(b, e, r);
-    }
-    const int64_t first = inc;
-    inc += n;
-    if (n > 0 && j >= first && j < inc) {
-      int64_t k = j - first;
-      for (int32_t g = g0; g < g1; ++g) {
-        int64_t b, e;
-        moe_clamp_span(off[g], off[g + 1], total, b, e);
-        const int64_t nc = moe_chunks(b, e, r);
-        if (k < nc) {
-          *expert = g;
-          *row0 = b + k * r;
-          *rows = std::min<int64_t>(r, e - *row0);
-          return true;
-        }
-        k -= nc;
+  int64_t carry = 0;
+  for (int32_t g0 = 0; g0 < G; g0 += 32) {
+    int64_t inc = carry;
+    for (int lane = 0; lane < 32; ++lane) {
+      const int32_t g = g0 + lane;
+      int64_t b = 0, e = 0;
+      if (g < G) moe_clamp_span(off[g], off[g + 1], total, b, e);
+      const int64_t n = moe_chunks(b, e, r), first = inc;
+      inc += n;
+      if (n > 0 && j >= first && j < inc) {
+        *expert = g;
+        *row0 = b + (j - first) * r;
+        *rows = std::min<int64_t>(r, e - *row0);
+        return true;
       }
-      return false;  // not reached
     }
+    carry = inc;
   }
   return false;
 }

@@ -93,8 +93,25 @@ __device__ __forceinline__ void decode_gemm(const DecodeArgs& args, const int32_
     }
     const int64_t slot = group / args.groups_per_batch;
     task0 = (group - slot * args.groups_per_batch) * wt;
-    if (!moe_find_chunk<8 * NT8>(offsets, experts, args.M, slot, l, row0, rows)) return;  // (uniform)
-    alpha_g = alphas != nullptr ? __ldcg(alphas + l) : 1.0f;
+    // Warp 0 finds the chunk and the expert's alpha, the CTA reads them from here (every CTA
+    // reads the same table: one request per CTA, not per warp; moe_find_chunk).
+    __shared__ MoeChunkShared s_chunk;
+    if (warp == 0) {
+      int64_t x = 0, r = 0, c = 0;
+      if (!moe_find_chunk<8 * NT8>(offsets, experts, args.M, slot, x, r, c)) c = 0;  // (a chunk has rows)
+      if (lane == 0) {
+        s_chunk.expert = x;
+        s_chunk.row0 = r;
+        s_chunk.rows = c;
+        s_chunk.alpha = c > 0 && alphas != nullptr ? __ldcg(alphas + x) : 1.0f;
+      }
+    }
+    __syncthreads();
+    l = s_chunk.expert;
+    row0 = s_chunk.row0;
+    rows = s_chunk.rows;
+    alpha_g = s_chunk.alpha;
+    if (rows == 0) return;  // (uniform) slot j past the last chunk
   } else {
     l = group / args.groups_per_batch;
     task0 = (group - l * args.groups_per_batch) * wt;
