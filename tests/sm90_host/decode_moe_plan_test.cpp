@@ -247,6 +247,14 @@ static void test_launch() {
            (long long)d.launch.ctas, d.launch.smem, d.launch.smem_launch,
            mma_ctas_per_sm(info, d.launch.warps, d.launch.smem_launch));
   }
+  // equal model times go to the larger K split on the MoE route (choose_decode_shape split_ties): top-8 of 4
+  // tokens on 2048 x 7168 ties kc 1 and 2 at its 32-slot bound; the 3% rule alone keeps kc 1
+  {
+    const DecodeMoeLaunch d = decode_moe_launch(moe_info(1), packed(64, 32, 2048, 7168), kSms);
+    const DecodeLaunch strict = decode_plan_launch(moe_info(1), nullptr, 1, 7168 / 32, 16 * 8, 32, kSms);
+    CHECK(d.launch.kc == 2 && strict.kc == 1, "ties to the larger split: MoE kc %d, strict kc %d", d.launch.kc,
+          strict.kc);
+  }
   // invariants over a grid of problems
   int bad = 0;
   for (int32_t G : {1, 8, 64, 128, 1024})

@@ -240,7 +240,8 @@ inline DecodeWaves decode_waves(const MmaKernelInfo& info, int64_t ctas, int kc,
 // its tokens for its K range (~kDecodeTokenCost warp stages per stage and token group).
 // Candidates: Wt = 2..8 tasks per CTA (any count: 7 x 64 = 448 tasks of 7168 rows), K split
 // over kc = 1..8 CTAs of a cluster, waves as decode_waves says. A split only for a clear gain:
-// a candidate with kc > 1 must beat the best so far (split or not, either geometry) by 3%. The
+// a candidate with kc > 1 must beat the best so far (split or not, either geometry) by 3% (the MoE
+// route: a tie suffices, choose_decode_shape's split_ties). The
 // constants are first guesses; the cluster sizes past 4 were measured on one shape (bench/NOTES.md "Decode K split over clusters of up to 8": 4096x14336 at kc = 7). Fine stages
 // (sc = kDecodeFineSC, the dense route only) count decode_stage_cost each, and a cluster rank
 // needs kDecodeMinClusterStages of its own stages.
@@ -264,9 +265,15 @@ inline double decode_shape_time(const MmaKernelInfo& info, int nt8, int nchunks,
   return static_cast<double>(w.waves) * work / decode_issue_eff(static_cast<int>(w.share) * s.wt);
 }
 // info: the kMmaSC instance's resources; fine: the kDecodeFineSC instance's (the dense route),
-// or null where the route has full stages only (dual, MoE).
+// or null where the route has full stages only (dual, MoE). split_ties (the MoE route): a larger K
+// split than the best so far wins on an equal model time instead of needing 3% less. Why: the MoE
+// plan's L is the bound of chunk slots, and the slots the table leaves empty exit at once, so the
+// live CTAs are fewer than modelled; the shorter CTAs of the larger split spread them over more
+// SMs (64 experts, top-8 of 4 tokens on 2048 x 7168: 32 slots, 22 live; kc 1 and 2 tie at 32, the
+// model gives kc 2 25% less time at 22; bench/NOTES.md "Session 27").
 inline DecodeShape choose_decode_shape(const MmaKernelInfo& info, int nt8, int nchunks, int64_t tasks_per_batch,
-                                       int64_t L, int sm_count, const MmaKernelInfo* fine = nullptr) {
+                                       int64_t L, int sm_count, const MmaKernelInfo* fine = nullptr,
+                                       bool split_ties = false) {
   DecodeShape best_shape;
   double best = -1.0;
   for (const int sc : {kMmaSC, kDecodeFineSC}) {
@@ -276,7 +283,8 @@ inline DecodeShape choose_decode_shape(const MmaKernelInfo& info, int nt8, int n
         const DecodeShape s{w, kc, sc};
         const double t = decode_shape_time(sc == kMmaSC ? info : *fine, nt8, nchunks, tasks_per_batch, L, sm_count, s);
         if (t < 0.0) continue;
-        if (best < 0.0 || t < (kc > 1 ? best * 0.97 : best * (1.0 - 1e-9))) {
+        const bool tie_wins = split_ties && kc > best_shape.kc && t <= best * (1.0 + 1e-9);
+        if (best < 0.0 || tie_wins || t < (kc > 1 ? best * 0.97 : best * (1.0 - 1e-9))) {
           best = t;
           best_shape = s;
         }
@@ -329,8 +337,8 @@ inline DecodeLaunch decode_launch(const MmaKernelInfo& info, DecodeShape shape, 
 // route plans: info is the full-stage instance's resources, fine the fine-stage one's (the dense
 // route) or null (full stages only: the dual and MoE routes).
 inline DecodeLaunch decode_plan_launch(const MmaKernelInfo& info, const MmaKernelInfo* fine, int nt8, int nchunks,
-                                       int64_t tasks_per_batch, int64_t L, int sm_count) {
-  const DecodeShape s = choose_decode_shape(info, nt8, nchunks, tasks_per_batch, L, sm_count, fine);
+                                       int64_t tasks_per_batch, int64_t L, int sm_count, bool split_ties = false) {
+  const DecodeShape s = choose_decode_shape(info, nt8, nchunks, tasks_per_batch, L, sm_count, fine, split_ties);
   return decode_launch(s.sc == kMmaSC ? info : *fine, s, nt8, nchunks, tasks_per_batch, L, sm_count);
 }
 
@@ -346,9 +354,10 @@ struct DecodePlanKey {
   const void* kernel = nullptr;
   int nt8 = 0, nchunks = 0, sm_count = 0;
   int64_t tasks_per_batch = 0, L = 0;
+  bool split_ties = false;
   bool operator==(const DecodePlanKey& o) const {
     return device == o.device && kernel == o.kernel && nt8 == o.nt8 && nchunks == o.nchunks &&
-           sm_count == o.sm_count && tasks_per_batch == o.tasks_per_batch && L == o.L;
+           sm_count == o.sm_count && tasks_per_batch == o.tasks_per_batch && L == o.L && split_ties == o.split_ties;
   }
 };
 constexpr int kDecodePlanMemo = 8;
@@ -386,9 +395,9 @@ inline bool decode_plan_memo(const DecodePlanKey& key, DecodeLaunch* out, Plan&&
 // directly (the host plan tests).
 inline DecodeLaunch decode_plan_launch_memo(int device, const void* kernel, const MmaKernelInfo& info,
                                             const MmaKernelInfo* fine, int nt8, int nchunks, int64_t tasks_per_batch,
-                                            int64_t L, int sm_count) {
+                                            int64_t L, int sm_count, bool split_ties = false) {
   auto plan = [&](DecodeLaunch* out) {
-    *out = decode_plan_launch(info, fine, nt8, nchunks, tasks_per_batch, L, sm_count);
+    *out = decode_plan_launch(info, fine, nt8, nchunks, tasks_per_batch, L, sm_count, split_ties);
     return true;
   };
   DecodeLaunch r;
@@ -396,7 +405,7 @@ inline DecodeLaunch decode_plan_launch_memo(int device, const void* kernel, cons
     plan(&r);
     return r;
   }
-  decode_plan_memo(DecodePlanKey{device, kernel, nt8, nchunks, sm_count, tasks_per_batch, L}, &r, plan);
+  decode_plan_memo(DecodePlanKey{device, kernel, nt8, nchunks, sm_count, tasks_per_batch, L, split_ties}, &r, plan);
   return r;
 }
 
