@@ -13,7 +13,7 @@ python3 -m pip install --no-build-isolation --no-deps -e . > $OUT/build.log 2>&1
 row() {  # shapes, forced shape or "pick"
   if [ "$2" = pick ]; then timeout 60 python3 -m nvfp4 bench --quiet --reps 10 --shapes $1 > /tmp/b.txt 2>&1
   else NVFP4_DECODE_SHAPE=$2 timeout 60 python3 -m nvfp4 bench --quiet --reps 10 --shapes $1 > /tmp/b.txt 2>&1; fi
-  grep -E "nvfp4 +auto" /tmp/b.txt | awk -v f=$2 '{printf "  %-9s %s %s %s graph %s eager %s %s\n", f, $2, $3, $4, $7, $8, $NF}'
+  grep -E "nvfp4 +auto" /tmp/b.txt | awk -v f=$2 '{printf "  %-9s %s %s %s graph %s eager %s t/SOL %s\n", f, $2, $3, $4, $7, $8, $12}'
 }
 S1=gemm:4x7168x7168,gemm:8x7168x7168,gemm:16x7168x7168
 for f in pick 5,4,8 8,6,8 6,6,8 7,2,16 6,3,16; do row $S1 $f; done | tee $OUT/force_7168.txt
