@@ -281,6 +281,17 @@ static void test_launch() {
                           l.smem_launch <= size_t(info.max_smem_block) && l.groups_per_batch * l.warps >= tasks &&
                           (l.groups_per_batch - 1) * l.warps < tasks && l.ctas == d.slots * l.groups_per_batch * l.kc;
           if (!ok) ++bad;
+          // the tie rule (one token group) costs at most the 3% a split needs under the strict rule, in model time
+          // at the slot bound, and where it differs it takes kc 2 over the strict rule's kc 1
+          const int nchunks = static_cast<int>(K / 32);
+          const DecodeShape strict = choose_decode_shape(info, nt8, nchunks, tasks, d.slots, kSms);
+          const DecodeShape mine{l.warps, l.kc, l.sc};
+          const double t_strict = decode_shape_time(info, nt8, nchunks, tasks, d.slots, kSms, strict);
+          const double t_mine = decode_shape_time(info, nt8, nchunks, tasks, d.slots, kSms, mine);
+          if (nt8 != 1 ? !(mine.wt == strict.wt && mine.kc == strict.kc)
+                       : !(t_mine <= t_strict * 1.03 + 1e-9 &&
+                           (mine.kc == strict.kc || (mine.kc == 2 && strict.kc == 1))))
+            ++bad;
         }
   CHECK(bad == 0, "%d launch invariants broken", bad);
 }

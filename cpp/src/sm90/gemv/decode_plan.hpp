@@ -241,7 +241,7 @@ inline DecodeWaves decode_waves(const MmaKernelInfo& info, int64_t ctas, int kc,
 // Candidates: Wt = 2..8 tasks per CTA (any count: 7 x 64 = 448 tasks of 7168 rows), K split
 // over kc = 1..8 CTAs of a cluster, waves as decode_waves says. A split only for a clear gain:
 // a candidate with kc > 1 must beat the best so far (split or not, either geometry) by 3% (the MoE
-// route: a tie suffices, choose_decode_shape's split_ties). The
+// route: a tie suffices for kc 2 over kc 1, choose_decode_shape's split_ties). The
 // constants are first guesses; the cluster sizes past 4 were measured on one shape (bench/NOTES.md "Decode K split over clusters of up to 8": 4096x14336 at kc = 7). Fine stages
 // (sc = kDecodeFineSC, the dense route only) count decode_stage_cost each, and a cluster rank
 // needs kDecodeMinClusterStages of its own stages.
@@ -265,12 +265,13 @@ inline double decode_shape_time(const MmaKernelInfo& info, int nt8, int nchunks,
   return static_cast<double>(w.waves) * work / decode_issue_eff(static_cast<int>(w.share) * s.wt);
 }
 // info: the kMmaSC instance's resources; fine: the kDecodeFineSC instance's (the dense route),
-// or null where the route has full stages only (dual, MoE). split_ties (the MoE route): a larger K
-// split than the best so far wins on an equal model time instead of needing 3% less. Why: the MoE
-// plan's L is the bound of chunk slots, and the slots the table leaves empty exit at once, so the
-// live CTAs are fewer than modelled; the shorter CTAs of the larger split spread them over more
-// SMs (64 experts, top-8 of 4 tokens on 2048 x 7168: 32 slots, 22 live; kc 1 and 2 tie at 32, the
-// model gives kc 2 25% less time at 22; bench/NOTES.md "Session 27").
+// or null where the route has full stages only (dual, MoE). split_ties (the MoE route): a K split of
+// 2 wins over an unsplit best on an equal model time instead of needing 3% less. Why: the MoE plan's
+// L is the bound of chunk slots, and the slots the table leaves empty exit at once, so the live CTAs
+// are fewer than modelled; the half-length CTAs of the split spread them over more SMs (64 experts,
+// top-8 of 4 tokens on 2048 x 7168: 32 slots, 22 live; kc 1 and 2 tie at 32, the model gives kc 2
+// 25% less time at 22; measured 96.4 -> 85.3 µs, bench/NOTES.md "Session 27"). Only 1 -> 2, the
+// change measured: wider splits that tie in the model (kc 4 and 8 on 7168 x 16384) were not.
 inline DecodeShape choose_decode_shape(const MmaKernelInfo& info, int nt8, int nchunks, int64_t tasks_per_batch,
                                        int64_t L, int sm_count, const MmaKernelInfo* fine = nullptr,
                                        bool split_ties = false) {
@@ -283,7 +284,7 @@ inline DecodeShape choose_decode_shape(const MmaKernelInfo& info, int nt8, int n
         const DecodeShape s{w, kc, sc};
         const double t = decode_shape_time(sc == kMmaSC ? info : *fine, nt8, nchunks, tasks_per_batch, L, sm_count, s);
         if (t < 0.0) continue;
-        const bool tie_wins = split_ties && kc > best_shape.kc && t <= best * (1.0 + 1e-9);
+        const bool tie_wins = split_ties && kc == 2 && best_shape.kc == 1 && t <= best * (1.0 + 1e-9);
         if (best < 0.0 || tie_wins || t < (kc > 1 ? best * 0.97 : best * (1.0 - 1e-9))) {
           best = t;
           best_shape = s;
