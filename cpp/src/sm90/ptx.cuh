@@ -425,4 +425,24 @@ __device__ __forceinline__ void wgmma_m64n96k16_rs(float (&d)[48], uint32_t a0, 
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "l"(desc_b), "r"(scale_d));
 }
 
+// The m64nNk16 RS wgmma whose accumulator is d (N / 2 floats per thread: 16, 32, 48, 64, 68 for
+// N = 32, 64, 96, 128, 136, the wrappers above), so that a mainloop issues a block with one code
+// at every token tile (collective/mainloop_rs.cuh mma_block).
+template <int kRegs>
+__device__ __forceinline__ void wgmma_m64k16_rs(float (&d)[kRegs], uint32_t a0, uint32_t a1, uint32_t a2, uint32_t a3,
+                                                uint64_t desc_b, uint32_t scale_d) {
+  if constexpr (kRegs == 64) {
+    wgmma_m64n128k16_rs(d, a0, a1, a2, a3, desc_b, scale_d);
+  } else if constexpr (kRegs == 68) {
+    wgmma_m64n136k16_rs(d, a0, a1, a2, a3, desc_b, scale_d);
+  } else if constexpr (kRegs == 48) {
+    wgmma_m64n96k16_rs(d, a0, a1, a2, a3, desc_b, scale_d);
+  } else if constexpr (kRegs == 32) {
+    wgmma_m64n64k16_rs(d, a0, a1, a2, a3, desc_b, scale_d);
+  } else {
+    static_assert(kRegs == 16, "an accumulator of a token tile with a wrapper (N = 32, 64, 96, 128, 136)");
+    wgmma_m64n32k16_rs(d, a0, a1, a2, a3, desc_b, scale_d);
+  }
+}
+
 }  // namespace nvfp4::sm90::ptx

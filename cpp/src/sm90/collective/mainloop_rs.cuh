@@ -344,23 +344,25 @@ struct MainloopRS {
   // The 8 B descriptors are the first one plus a constant (a 32-bit add on the low word)
   // instead of being rebuilt from the address (5 uniform instructions each). With the
   // early weight reads (consumer_step) and the hoisted offsets (set_offsets): -0.9..-1.5%
-  // on the three gpu-mode shapes (H200, same call), both mainloops.
-  template <int kAtomBytes>
-  static __device__ __forceinline__ void mma_block(float (&acc)[64], const uint32_t (&f)[32], uint32_t xbase,
+  // on the three gpu-mode shapes (H200, same call), both mainloops. kRegs: the accumulator's
+  // floats per thread (N / 2: this mainloop's 128 tokens, or the pre-decoded one's token tiles).
+  template <int kAtomBytes, int kRegs>
+  static __device__ __forceinline__ void mma_block(float (&acc)[kRegs], const uint32_t (&f)[32], uint32_t xbase,
                                                    bool fresh) {
     const uint64_t desc0 = ptx::smem_desc_sw128(xbase);
 #pragma unroll
     for (int ks = 0; ks < 8; ++ks) {
       const uint32_t off = (ks >> 2) * kAtomBytes + (ks & 3) * 32;
       const uint64_t desc = ptx::smem_desc_advance(desc0, off);
-      ptx::wgmma_m64n128k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3], desc,
-                               ks == 0 && fresh ? 0u : 1u);
+      ptx::wgmma_m64k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3], desc,
+                           ks == 0 && fresh ? 0u : 1u);
     }
   }
   // One wgmma group: block `f` of fragments against the token tile at xbase, committed.
   // The register fences keep the fragment writes before wgmma.fence (and its reads after).
-  template <int kAtomBytes>
-  static __device__ __forceinline__ void issue_block(float (&acc)[64], uint32_t (&f)[32], uint32_t xbase, bool fresh) {
+  template <int kAtomBytes, int kRegs>
+  static __device__ __forceinline__ void issue_block(float (&acc)[kRegs], uint32_t (&f)[32], uint32_t xbase,
+                                                     bool fresh) {
 #pragma unroll
     for (int k = 0; k < 32; ++k) ptx::fence_reg(f[k]);
     ptx::wgmma_fence();

@@ -255,35 +255,11 @@ struct MainloopRSPredecodedT {
     }
   }
 
-  // One wgmma group (MainloopRS::issue_block at the tile's N): block `f` of fragments
-  // against the token tile at xbase, committed.
+  // One wgmma group (MainloopRS::issue_block at the tile's N, ptx.cuh wgmma_m64k16_rs): block `f`
+  // of fragments against the token tile at xbase, committed.
   static __device__ __forceinline__ void issue_block(float (&acc)[kAccRegs], uint32_t (&f)[32], uint32_t xbase,
                                                      bool fresh) {
-    if constexpr (kBlockX == kTokenTile) {
-      MainloopRS::issue_block<kXAtomBytes>(acc, f, xbase, fresh);
-    } else {
-#pragma unroll
-      for (int k = 0; k < 32; ++k) ptx::fence_reg(f[k]);
-      ptx::wgmma_fence();
-      const uint64_t desc0 = ptx::smem_desc_sw128(xbase);
-#pragma unroll
-      for (int ks = 0; ks < 8; ++ks) {
-        const uint32_t off = (ks >> 2) * kXAtomBytes + (ks & 3) * 32;
-        if constexpr (kBlockX == kTokenTileWide)
-          ptx::wgmma_m64n136k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
-                                   ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
-        else if constexpr (kBlockX == kTokenTileSmall)
-          ptx::wgmma_m64n64k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
-                                  ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
-        else if constexpr (kBlockX == kTokenTileMid)
-          ptx::wgmma_m64n96k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
-                                  ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
-        else
-          ptx::wgmma_m64n32k16_rs(acc, f[4 * ks + 0], f[4 * ks + 1], f[4 * ks + 2], f[4 * ks + 3],
-                                  ptx::smem_desc_advance(desc0, off), ks == 0 && fresh ? 0u : 1u);
-      }
-      ptx::wgmma_commit();
-    }
+    MainloopRS::issue_block<kXAtomBytes>(acc, f, xbase, fresh);
   }
 
   // wgmma of local block i with fragments `cur`; then, with up to kFragBuffers-1
