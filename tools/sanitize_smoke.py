@@ -120,10 +120,8 @@ for be in backends:
             nvfp4.dual_gemm(a, sw(sa), b, sw(sb), b2, sw(sb2), sf_layout="blocked", backend=be)
             nvfp4.dual_gemm(a, sa, b, sb, b2, sb2, activation="gelu_tanh", out_dtype="float32", backend=be)
         # the one-launch grouped GEMM (kernel/grouped_gemm.cuh): ragged M_g (0, 1, 130), N_g and
-        # K_g (tails, several K in one table), both layouts; then few tiles (split-K clusters); then
-        # weight tiles in pairs at short K (the tokens decoded by clusters of 2, no pass)
-        for Ms, Ns, Ks in [((0, 1, 130, 37), (200, 7, 129, 64), (96, 2080, 256, 1024)), ((100, 3), (128, 100), (4096,) * 2),
-                           ((100, 0, 7, 130), (512, 64, 256, 256), (512, 96, 96, 1024))]:
+        # K_g (tails, several K in one table), both layouts; then few tiles (split-K clusters)
+        for Ms, Ns, Ks in [((0, 1, 130, 37), (200, 7, 129, 64), (96, 2080, 256, 1024)), ((100, 3), (128, 100), (4096,) * 2)]:
             ga, gsa = [fp4(m, k // 2) for m, k in zip(Ms, Ks)], [sf(m, k // 16) for m, k in zip(Ms, Ks)]
             gb, gsb = [fp4(n, k // 2) for n, k in zip(Ns, Ks)], [sf(n, k // 16) for n, k in zip(Ns, Ks)]
             nvfp4.grouped_gemm(ga, gsa, gb, gsb, backend=be)

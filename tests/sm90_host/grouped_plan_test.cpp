@@ -92,7 +92,6 @@ static void test_benchmark() {
                         {{192, 320}, 3072, 4096},
                         {{128, 384}, 4096, 1536}};
   const int64_t expect_tiles[] = {32 * 11, 56 * 13, 24 * 5, 32 * 4};
-  const int32_t expect_x_cluster[] = {0, 0, 8, 8};  // one wave of one tile per CTA, K <= 4096: no pass
   for (int c = 0; c < 4; ++c) {
     std::vector<GemmProblem> gs;
     int64_t rows = 0;
@@ -111,7 +110,6 @@ static void test_benchmark() {
     CHECK(g.workspace_bytes == token_workspace_bytes(rows + 127, cases[c].K, 1), "case %d: workspace %zu", c,
           g.workspace_bytes);
     CHECK(g.sf_mode == kScaleTma && g.x_box_rows == 128, "case %d: sf mode %d box %d", c, g.sf_mode, g.x_box_rows);
-    CHECK(g.x_cluster == expect_x_cluster[c], "case %d: x_cluster %d", c, g.x_cluster);
     for (int32_t i = 0; i < g.count; ++i)
       CHECK(g.entry[i].problem == i && g.entry[i].alpha == 0.5f * (i + 1), "case %d: entry %d is problem %d", c, i,
             g.entry[i].problem);  // equal K: the caller's order is kept
@@ -475,67 +473,8 @@ static void test_packed_walk() {
   }
 }
 
-// ---------------------------------------------------------------------------
-// Cluster-decoded tokens (grouped_x_cluster)
-// ---------------------------------------------------------------------------
-static void test_cluster_tokens() {
-  const GroupedDeviceNumbers dev = h100();
-  {
-    const std::vector<GemmProblem> gs = {group(0, 128, 4096, 1536), group(1, 384, 4096, 1536)};
-    CHECK(plan(gs).x_cluster == 8 && g_plan.grid == 128, "128 tiles of 32 weight tiles per token tile: %d",
-          g_plan.x_cluster);
-    GroupedDeviceNumbers tight = dev;
-    tight.clusters[8] = 15;  // 16 clusters of 8 do not fit: clusters of 4 (32 of them)
-    CHECK(plan(gs, SIZE_MAX, tight).x_cluster == 4, "cluster capacity: %d", g_plan.x_cluster);
-    tight.clusters[4] = 31;
-    tight.clusters[2] = 63;
-    CHECK(plan(gs, SIZE_MAX, tight).x_cluster == 0, "no capacity: %d", g_plan.x_cluster);
-  }
-  {
-    const std::vector<GemmProblem> gs = {group(0, 128, 4096, 4224), group(1, 384, 4096, 4224)};
-    CHECK(plan(gs).x_cluster == 0, "33 K blocks: the pass (%d)", g_plan.x_cluster);
-    const std::vector<GemmProblem> at = {group(0, 128, 4096, 4096), group(1, 384, 4096, 4096)};
-    CHECK(plan(at).x_cluster == 8, "32 K blocks: %d", g_plan.x_cluster);
-  }
-  {
-    // weight tiles 12 and 6: clusters of 2 (6 % 4 != 0); a group of N 200 (2 tiles) allows 2 only
-    const std::vector<GemmProblem> gs = {group(0, 100, 1536, 512), group(1, 7, 768, 512), group(2, 1, 200, 96)};
-    CHECK(plan(gs).x_cluster == 2, "tiles_w 12 / 6 / 2: %d", g_plan.x_cluster);
-    const std::vector<GemmProblem> odd = {group(0, 100, 1536, 512), group(1, 7, 640, 512)};
-    CHECK(plan(odd).x_cluster == 0, "tiles_w 5: %d", g_plan.x_cluster);
-  }
-  {
-    const std::vector<GemmProblem> gs = {group(0, 100, 128, 4096), group(1, 3, 100, 4096)};
-    CHECK(plan(gs).splits > 1 && g_plan.x_cluster == 0, "split-K plans keep the pass: %d", g_plan.x_cluster);
-    const std::vector<GemmProblem> wide = {group(0, 256, 8192, 1024), group(1, 128, 1024, 1024)};
-    CHECK(plan(wide).tiles > 132 && g_plan.x_cluster == 0, "tiles over the SMs: %d", g_plan.x_cluster);
-  }
-  // Random chunks: a cluster plan always has one tile per CTA and clusters inside one token tile.
-  uint64_t x = 0x9E3779B97F4A7C15ull;
-  auto next = [&](int64_t n) { x ^= x << 13; x ^= x >> 7; x ^= x << 17; return static_cast<int64_t>(x % n); };
-  int clustered = 0;
-  for (int it = 0; it < 2000; ++it) {
-    std::vector<GemmProblem> gs;
-    const int G = 1 + static_cast<int>(next(6));
-    for (int i = 0; i < G; ++i)
-      gs.push_back(group(i, next(300), 128 * (1 + next(16)), 32 * (1 + next(160))));
-    const GroupedPlan& g = plan(gs);
-    if (g.fallback != nullptr || g.x_cluster == 0) continue;
-    ++clustered;
-    const int32_t c = g.x_cluster;
-    CHECK(g.splits == 1 && g.tiles <= 132 && g.grid == g.tiles && g.tiles % c == 0, "it %d: tiles %lld grid %u", it,
-          static_cast<long long>(g.tiles), g.grid);
-    for (int32_t i = 0; i < g.count; ++i)
-      CHECK(g.entry[i].tiles_w % c == 0 && g.entry[i].tile_begin % c == 0 && g.entry[i].num_kb <= kClusterTokensMaxKb,
-            "it %d entry %d: tiles_w %d begin %lld", it, i, g.entry[i].tiles_w,
-            static_cast<long long>(g.entry[i].tile_begin));
-  }
-  CHECK(clustered >= 10, "the random chunks reach the cluster plan (%d)", clustered);
-}
-
 int main() {
   test_benchmark();
-  test_cluster_tokens();
   test_table_and_fallbacks();
   test_split_modes_box();
   test_random();

@@ -1,7 +1,6 @@
 // sm90a grouped GEMM (G independent problems given as a host array, any M_g, N_g, K_g):
-// one token pass + one persistent GEMM launch per kGroupedMaxGroups groups, or the GEMM alone
-// with its tokens decoded by its clusters (one wave at short K; kernel/grouped_gemm.cuh; plan:
-// grouped_plan.hpp). Host work per group: the table entry
+// one token pass + one persistent GEMM launch per kGroupedMaxGroups groups
+// (kernel/grouped_gemm.cuh; plan: grouped_plan.hpp). Host work per group: the table entry
 // (plain stores) and one or two cuTensorMapEncodeTiled (60-76 ns each): no per-group launch,
 // query or attribute call, no host synchronisation, no host->device copy.
 //
@@ -33,7 +32,6 @@ static_assert(MainloopPre::kBlockW == kTileW && MainloopPre::kBlockX == kTileX &
               "gemm_schedule.hpp's tile is the kernel's tile");
 constexpr auto kPersistent = nvfp4_sm90_grouped_gemm_kernel<false>;
 constexpr auto kSplit = nvfp4_sm90_grouped_gemm_kernel<true>;
-constexpr auto kClusterX = nvfp4_sm90_grouped_gemm_kernel<false, true>;
 
 // ---- the per-group loop (the fallback) ------------------------------------------------------
 
@@ -74,8 +72,6 @@ nvfp4_status_t device_numbers(const Exec& exec, GroupedDeviceNumbers* out) {
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
     NVFP4_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kSplit),
                                         cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
-    NVFP4_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kClusterX),
-                                        cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(kSmem)));
     for (int s = 0; s <= kMaxSplits; ++s)
       d.clusters[s] = s < 2 ? kNoClusterLimit
                             : max_active_clusters(reinterpret_cast<const void*>(kSplit), MainloopPre::kThreads, kSmem, s);
@@ -101,11 +97,10 @@ bool kernel_takes(const GroupedGemmProblem& p, const GroupedDeviceNumbers& dev, 
   return true;
 }
 
-// The launches of one planned chunk. `kp`, `pp`: the parameter blocks to fill (only
-// plan.count groups' entries and maps are written; a launch copies its parameters; the
-// pass-fed kernels take kp's GroupedParams part).
+// The launch pair of one planned chunk. `kp`, `pp`: the parameter blocks to fill (only
+// plan.count groups' entries and maps are written; a launch copies its parameters).
 nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan, const Exec& exec,
-                            GroupedParamsX* kp, GroupedPassParams* pp) {
+                            GroupedParams* kp, GroupedPassParams* pp) {
   if (plan.count == 0) return NVFP4_SUCCESS;
   GemmParams& b = kp->base;
   b = GemmParams{};
@@ -145,23 +140,8 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
 
   const cudaStream_t stream = cuda_stream(exec);
   if (plan.stage_w) {
-    // the pass waits for it, or the cluster-decoded GEMM before its first load
-    const nvfp4_status_t st = launch_scale_stage(stage, plan.count, 1, exec);
+    const nvfp4_status_t st = launch_scale_stage(stage, plan.count, 1, exec);  // the pass waits for it
     if (st != NVFP4_SUCCESS) return st;
-  }
-  LaunchShape gemm_shape;
-  gemm_shape.grid = dim3(plan.grid, 1, 1);
-  gemm_shape.block = dim3(MainloopPre::kThreads, 1, 1);
-  gemm_shape.smem = kSmem;
-  gemm_shape.pdl = true;
-  if (plan.x_cluster > 1) {
-    for (int32_t i = 0; i < plan.count; ++i) kp->x[i] = plan.pass[i];
-    kp->ws = static_cast<uint16_t*>(exec.workspace);
-    kp->kpad = plan.kpad;
-    kp->x_sf_blocked = plan.sf_blocked;
-    kp->x_cluster = plan.x_cluster;
-    gemm_shape.cluster_x = static_cast<unsigned>(plan.x_cluster);
-    return launch_params(kClusterX, gemm_shape, stream, kp);
   }
   LaunchShape pass;
   pass.grid = dim3(static_cast<unsigned>(plan.rows), static_cast<unsigned>(plan.max_pieces), 1);
@@ -169,12 +149,16 @@ nvfp4_status_t launch_chunk(const GroupedGemmProblem& p, const GroupedPlan& plan
   pass.pdl = true;
   nvfp4_status_t st = launch_params(nvfp4_sm90_grouped_token_pass_kernel, pass, stream, pp);
   if (st != NVFP4_SUCCESS) return st;
-  GroupedParams* base = kp;
+  LaunchShape gemm_shape;
+  gemm_shape.grid = dim3(plan.grid, 1, 1);
+  gemm_shape.block = dim3(MainloopPre::kThreads, 1, 1);
+  gemm_shape.smem = kSmem;
+  gemm_shape.pdl = true;
   if (plan.splits > 1) {
     gemm_shape.cluster_x = static_cast<unsigned>(plan.splits);
-    return launch_params(kSplit, gemm_shape, stream, base);
+    return launch_params(kSplit, gemm_shape, stream, kp);
   }
-  return launch_params(kPersistent, gemm_shape, stream, base);
+  return launch_params(kPersistent, gemm_shape, stream, kp);
 }
 
 }  // namespace
@@ -197,10 +181,10 @@ nvfp4_status_t grouped_gemm(const GroupedGemmProblem& p, const Exec& exec) {
   nvfp4_status_t st = device_numbers(exec, &dev);
   if (st != NVFP4_SUCCESS) return st;
   const size_t workspace = usable_workspace(exec);
-  // The plan (11 KB) and the kernel parameters (31 KB) per thread, not on the caller's stack
+  // The plan (11 KB) and the kernel parameters (27.5 KB) per thread, not on the caller's stack
   // (XLA's and other runtimes' threads may have small ones).
   static thread_local GroupedPlan plan;
-  static thread_local GroupedParamsX kp;
+  static thread_local GroupedParams kp;
   static thread_local GroupedPassParams pp;
   if (!tensor_maps_available()) return run_loop(p, exec);  // (which then refuses)
   if (p.count > kGroupedMaxGroups) {

@@ -14,13 +14,6 @@
 // early does not finish last), weight tile fastest inside a group (neighbouring CTAs share a
 // token tile in L2). Split-K over a cluster (as the GEMM: choose_splits_fitting) when the
 // tiles cannot fill the SMs; then every CTA of the one wave computes one K slice of one tile.
-//
-// Cluster-decoded tokens (x_cluster = C > 1): where every tile has its own CTA (one wave, no
-// split) and every group's weight tiles come in multiples of C, clusters of C CTAs compute C
-// neighbouring weight tiles of one token tile, and each CTA decodes 128 / C of its token rows
-// into the workspace itself: no token pass in front, whose CTAs a GEMM CTA (a whole SM) could
-// not share an SM with. Each token tile is then decoded (weight tiles / C) times, so this is
-// for short K only (kClusterTokensMaxKb).
 #pragma once
 
 #include <stddef.h>
@@ -76,11 +69,6 @@ inline int32_t grouped_pass_pieces(int32_t num_kb) {
   return (num_kb * 16 + kGroupedPassChunksPerCta - 1) / kGroupedPassChunksPerCta;
 }
 
-// Cluster-decoded tokens: the cluster sizes tried (largest first: the fewest decodes of a token
-// tile) and the longest K (in 128-K blocks) of any group. MEASURE: bench/NOTES.md "Session 28".
-constexpr int32_t kClusterTokensSizes[3] = {8, 4, 2};
-constexpr int32_t kClusterTokensMaxKb = 32;
-
 struct GroupedDeviceNumbers {
   int sm_count = 1;
   int clusters[kMaxSplits + 1] = {};  // resident clusters of s grouped-kernel CTAs (a failed query: no limit)
@@ -103,28 +91,11 @@ struct GroupedPlan {
   int32_t sf_mode_without_tma = kScaleSync;  // if a group's scale tensor map cannot be encoded
   size_t workspace_bytes = 0;                // the fp16 token workspace (+ the staged scales)
   uint32_t grid = 0;                         // GEMM CTAs: min(tiles, SMs) (splits 1) or tiles * splits
-  int32_t x_cluster = 0;                     // > 1: cluster-decoded tokens in clusters of x_cluster (no pass)
   // Scale staging (kernel/scale_stage.cuh): entry i's weight scales copied to workspace byte
   // stage_offset[i] as staged_sf_cols(K_i)-byte rows (host only: not in the kernel's entries).
   bool stage_w = false;
   size_t stage_offset[kGroupedMaxGroups] = {};
 };
-
-// The cluster size of cluster-decoded tokens for a planned chunk, or 0 (the token pass runs):
-// one wave of one tile per CTA, every group at most kClusterTokensMaxKb K blocks with a multiple
-// of C weight tiles (so the C CTAs of a cluster share a token tile: tiles are numbered weight
-// tile fastest and every group starts at a multiple of C), and tiles / C clusters resident.
-inline int32_t grouped_x_cluster(const GroupedPlan& g, const GroupedDeviceNumbers& dev) {
-  if (g.splits != 1 || g.tiles > dev.sm_count || g.count == 0) return 0;
-  for (int32_t i = 0; i < g.count; ++i)
-    if (g.entry[i].num_kb > kClusterTokensMaxKb) return 0;
-  for (const int32_t c : kClusterTokensSizes) {
-    bool fits = g.tiles / c <= dev.clusters[c];
-    for (int32_t i = 0; fits && i < g.count; ++i) fits = g.entry[i].tiles_w % c == 0;
-    if (fits) return c;
-  }
-  return 0;
-}
 
 // Plan of groups[first .. first + n) (n <= kGroupedMaxGroups). `workspace`: bytes of 256-byte
 // aligned workspace the call has (SIZE_MAX for the size query). A chunk the kernel cannot run
@@ -143,7 +114,6 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
   g->workspace_bytes = 0;
   g->stage_w = false;
   g->grid = 0;
-  g->x_cluster = 0;
   bool bulk = true, tma = true, async = true;
   int64_t max_m = 0;
   for (int32_t i = first; i < first + n; ++i) {
@@ -252,7 +222,6 @@ inline void plan_grouped(const GemmProblem* groups, int32_t first, int32_t n, co
     g->grid = static_cast<uint32_t>(g->tiles * g->splits);  // <= SMs (choose_splits): one wave
   else
     g->grid = static_cast<uint32_t>(g->tiles < dev.sm_count ? g->tiles : dev.sm_count);
-  g->x_cluster = grouped_x_cluster(*g, dev);
 }
 
 }  // namespace nvfp4::sm90

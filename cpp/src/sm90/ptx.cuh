@@ -191,10 +191,6 @@ __device__ __forceinline__ void cp_async_wait() {
 __device__ __forceinline__ void fence_proxy_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
 }
-// Generic-proxy global writes that another CTA's TMA (async proxy) reads after a barrier.
-__device__ __forceinline__ void fence_proxy_async_global() {
-  asm volatile("fence.proxy.async.global;" ::: "memory");
-}
 __device__ __forceinline__ void named_barrier_sync(uint32_t id, uint32_t threads) {
   // barrier.sync, not bar.sync (= barrier.sync.aligned, which requires every thread to
   // execute the same barrier instruction): the roles reach this barrier from different

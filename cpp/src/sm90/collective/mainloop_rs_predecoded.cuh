@@ -153,13 +153,6 @@ struct MainloopRSPredecodedT {
     ptx::mbar_init_fence();
   }
 
-  // kClusterX's wait (run_producer, warp 0): the cluster's token writes are done and visible
-  // to this thread's TMA loads.
-  static __device__ __forceinline__ void wait_cluster_tokens() {
-    ptx::cluster_wait_acquire();
-    ptx::fence_proxy_async_global();
-  }
-
   // Ring position of the producer across the K segments a CTA computes in turn.
   struct RingCursor {
     int stage = 0, phase = 0;
@@ -172,15 +165,11 @@ struct MainloopRSPredecodedT {
   // fp16 token tiles (the pass's output) only after griddepcontrol.wait.
   // `l` = batch of the weights (and of their scales); `lx` = batch of the token
   // workspace (the same, except for the packed MoE kernel: expert l, one token matrix).
-  // kClusterX (the grouped kernel's cluster-decoded tokens, kernel/grouped_gemm.cuh): the token
-  // tiles are written by the CTAs of this cluster, so the first token load also waits for the
-  // cluster barrier they arrive at (warp 0 arrived at it before) and fences the async proxy.
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
                                                       RingCursor& rc) {
     run_producer(s, tm, p, w0, x0, l, kb0, nkb, rc, l);
   }
-  template <bool kClusterX = false>
   static __device__ __forceinline__ void run_producer(SharedStorage& s, const TmaDescs& tm, const GemmParams& p,
                                                       int64_t w0, int64_t x0, int32_t l, int32_t kb0, int32_t nkb,
                                                       RingCursor& rc, int32_t lx) {
@@ -196,7 +185,6 @@ struct MainloopRSPredecodedT {
       if (i == early) {
         // token tiles of the first blocks, once the pre-decode pass is done
         ptx::pdl_wait_primary();
-        if constexpr (kClusterX) wait_cluster_tokens();
         if (lane == 0)
           for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, lx);
       }
@@ -230,7 +218,6 @@ struct MainloopRSPredecodedT {
     rc.iter += nkb;
     if (nkb == early && nkb > 0) {
       ptx::pdl_wait_primary();
-      if constexpr (kClusterX) wait_cluster_tokens();
       if (lane == 0)
         for (int e = 0; e < early; ++e) load_x(s.ring[e], tm, &s.full[e], kb0 + e, x0, lx);
     }

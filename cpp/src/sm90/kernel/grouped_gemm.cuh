@@ -19,17 +19,6 @@
 //      - kSplit = true (fewer tiles than SMs): split-K over clusters of `splits` CTAs, one
 //        wave, each cluster one tile, reduced through distributed shared memory
 //        (predecoded_tile.cuh, as the pre-decoded GEMM).
-//   Cluster-decoded tokens (kClusterX, grouped_plan.hpp grouped_x_cluster; one wave of one tile
-//   per CTA, short K): no pass. The kernel runs in clusters of C CTAs that compute C neighbouring
-//   weight tiles of one token tile; after griddepcontrol.wait each CTA's consumers decode 128 / C
-//   of the token tile's rows (all K blocks) into the workspace with the pass's row code, fence
-//   the async proxy and arrive at the cluster barrier, whose wait comes before warp 0's first
-//   token TMA (its weight loads go out right after griddepcontrol.wait: with no pass in front
-//   the grid before may have written the weights). Why: a GEMM CTA takes a whole SM, so behind
-//   the pass it starts only as the pass's CTAs leave; on 128 + 384 x 4096 x 1536 the pass's
-//   ~2.8 µs were on the critical path (bench/NOTES.md "Issue 21's last case"). The cluster
-//   barrier is hardware state: no device word to zero per call. Clusters sharing a token tile
-//   write the same bytes to the same workspace rows; each reads only after its own barrier.
 //
 // The problem table and the TMA descriptors travel in the kernel parameters (one
 // __grid_constant__ struct: 23.9 KB for 64 groups; sm90 kernels take 32764 bytes of parameters
@@ -53,8 +42,6 @@
 
 #include <cuda.h>
 #include <stdint.h>
-
-#include <type_traits>
 
 #include "../collective/epilogue_cluster_reduce.cuh"
 #include "../collective/mainloop_rs_predecoded.cuh"
@@ -85,19 +72,9 @@ struct GroupedPassParams {
   int32_t count;
   int32_t sf_blocked;
 };
-// The cluster-decoded kernel's parameters: the GEMM's, the pass's table and workspace, and the
-// cluster size (a separate type, so the pass-fed kernel's parameter block keeps its size).
-struct GroupedParamsX : GroupedParams {
-  GroupedPassEntry x[kGroupedMaxGroups];  // the same order as g
-  uint16_t* ws;                           // the token workspace (fp16 bits; xh's memory)
-  int64_t kpad;
-  int32_t x_sf_blocked;  // A's scale layout (base.sf_blocked is the weights', 0 when staged)
-  int32_t x_cluster;     // C: CTAs per cluster, 128 / C token rows decoded per CTA
-};
 // cudaLaunchKernelEx takes at most 32764 bytes of kernel parameters (sm70+, CUDA >= 12.1); the
 // pass stays within the 4 KB every CUDA 12 driver takes on its usual path.
 static_assert(sizeof(GroupedParams) <= 32764, "the grouped GEMM kernel's parameters exceed 32764 bytes");
-static_assert(sizeof(GroupedParamsX) <= 32764, "the cluster-decoded grouped kernel's parameters exceed 32764 bytes");
 static_assert(sizeof(GroupedPassParams) <= 4096, "the grouped token pass's parameters exceed 4 KB");
 static_assert(EpilogueClusterReduce::kSmemBytes <= sizeof(MainloopRSPredecoded::Stage) * MainloopRSPredecoded::kStages,
               "the epilogue tile reuses the stage ring");
@@ -118,30 +95,6 @@ __device__ __forceinline__ int32_t grouped_find(const Table& p, int64_t v) {
   return lo;
 }
 
-// The token pass's parameters of one group (its rows at workspace row e.x_row).
-__device__ __forceinline__ XPredecodeParams grouped_pass_params(const GroupedPassEntry& e, uint16_t* ws, int64_t kpad,
-                                                                int32_t sf_blocked) {
-  XPredecodeParams xp;
-  xp.a = e.a;
-  xp.a_row_stride = e.a_row_stride;
-  xp.a_batch_stride = 0;
-  xp.sf = e.sfa;
-  xp.sf_row_stride = e.sfa_row_stride;
-  xp.sf_batch_stride = 0;
-  xp.sf_blocked = sf_blocked;
-  xp.sf_words = e.sfa_words;
-  xp.M = e.M;
-  xp.K = e.K;
-  xp.L = 1;
-  xp.num_kb = e.num_kb;
-  xp.out = ws + static_cast<int64_t>(e.x_row) * kpad;
-  xp.out_row_stride = kpad;
-  xp.out_batch_stride = 0;
-  xp.zero = nullptr;
-  xp.zero_words = 0;
-  return xp;
-}
-
 // ---- 1. token pass ------------------------------------------------------------------------
 // grid (sum M_g, max pieces, 1) x kPredecodeThreads: blockIdx.x = workspace row. A CTA whose
 // piece lies past its group's K blocks loads and stores nothing (x_predecode_load reads zeros
@@ -150,7 +103,24 @@ __global__ void __launch_bounds__(kPredecodeThreads)
     nvfp4_sm90_grouped_token_pass_kernel(const __grid_constant__ GroupedPassParams p) {
   const int64_t row = blockIdx.x;
   const GroupedPassEntry& e = p.g[grouped_find(p, row)];
-  const XPredecodeParams xp = grouped_pass_params(e, p.ws, p.kpad, p.sf_blocked);
+  XPredecodeParams xp;
+  xp.a = e.a;
+  xp.a_row_stride = e.a_row_stride;
+  xp.a_batch_stride = 0;
+  xp.sf = e.sfa;
+  xp.sf_row_stride = e.sfa_row_stride;
+  xp.sf_batch_stride = 0;
+  xp.sf_blocked = p.sf_blocked;
+  xp.sf_words = e.sfa_words;
+  xp.M = e.M;
+  xp.K = e.K;
+  xp.L = 1;
+  xp.num_kb = e.num_kb;
+  xp.out = p.ws + static_cast<int64_t>(e.x_row) * p.kpad;
+  xp.out_row_stride = p.kpad;
+  xp.out_batch_stride = 0;
+  xp.zero = nullptr;
+  xp.zero_words = 0;
   const XPredecodeRow r = predecode_row(xp, row - e.x_row, 0);
   const bool active = static_cast<int32_t>(blockIdx.y) < predecode_pieces(e.num_kb);  // (uniform)
   if (active) {
@@ -198,15 +168,11 @@ __device__ __forceinline__ GemmParams grouped_gemm_params(const GroupedParams& p
   return q;
 }
 
-// kSplit = false: the persistent walk (grouped_walk.cuh) over the table's tiles; kClusterX: one
-// tile per CTA, this CTA's share of its token tile decoded first (decode_tokens).
-template <bool kClusterX>
+// kSplit = false: the persistent walk (grouped_walk.cuh) over the table's tiles.
 struct GroupedListTiles {
-  using Params = std::conditional_t<kClusterX, GroupedParamsX, GroupedParams>;
-  const Params& p;
+  const GroupedParams& p;
   __device__ __forceinline__ int64_t end() const { return p.tiles; }
   static constexpr bool kFind = false;  // every tile < end() exists
-  static constexpr bool kClusterTokens = kClusterX;
   struct Cursor {};
   __device__ __forceinline__ GroupedWalkLoad load(int64_t t, int32_t& prev, Cursor&) const {
     const GroupedTile tile = grouped_tile(p, t);
@@ -221,41 +187,6 @@ struct GroupedListTiles {
   __device__ __forceinline__ GroupedWalkTile tile(int64_t t, Cursor&) const {
     const GroupedTile tile = grouped_tile(p, t);
     return GroupedWalkTile{grouped_gemm_params(p, tile.g), tile.w0, tile.x0};
-  }
-  // kClusterX, the consumers (ctid 0..255) after griddepcontrol.wait: rows [x0 + r R, x0 + (r + 1) R)
-  // of this CTA's token tile (R = 128 / C, r = rank in the cluster, rows < M_g), every K block,
-  // into the workspace: the pass's chunks (token_predecode_rows.cuh), consecutive threads on
-  // consecutive 16-byte chunks of a row, kUnroll chunks' loads in flight per thread.
-  __device__ __forceinline__ void decode_tokens(int ctid) const {
-    if constexpr (kClusterX) {
-      constexpr int kThreads = 256, kUnroll = 4;
-      const GroupedTile tile = grouped_tile(p, blockIdx.x);
-      const GroupedPassEntry& e = p.x[tile.g];
-      const XPredecodeParams xp = grouped_pass_params(e, p.ws, p.kpad, p.x_sf_blocked);
-      const int32_t R = MainloopRSPredecoded::kBlockX / p.x_cluster;
-      const int64_t m0 = tile.x0 + static_cast<int64_t>(ptx::cluster_ctarank()) * R;
-      const int32_t rows = static_cast<int32_t>(e.M - m0 < R ? e.M - m0 : R);
-      if (rows <= 0) return;
-      const int32_t nch = e.num_kb * kChunksPerBlock;
-      const int32_t total = rows * nch;
-#pragma unroll 1
-      for (int32_t i0 = ctid; i0 < total; i0 += kThreads * kUnroll) {
-        XChunkInput in[kUnroll];
-        XPredecodeRow r[kUnroll];
-        int32_t ci[kUnroll];
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u) {
-          const int32_t i = i0 + u * kThreads;
-          const int32_t m = i / nch;
-          ci[u] = i - m * nch;
-          r[u] = predecode_row(xp, m0 + m, 0);
-          if (i < total) x_predecode_load(xp, r[u], ci[u], in[u]);
-        }
-#pragma unroll
-        for (int u = 0; u < kUnroll; ++u)
-          if (i0 + u * kThreads < total) x_predecode_store(xp, r[u], ci[u], in[u]);
-      }
-    }
   }
 };
 
@@ -273,10 +204,9 @@ __device__ __forceinline__ void grouped_split_tile(MainloopRSPredecoded::SharedS
                                        split});
 }
 
-template <bool kSplit, bool kClusterX = false>
+template <bool kSplit>
 __global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
-    nvfp4_sm90_grouped_gemm_kernel(const __grid_constant__ std::conditional_t<kClusterX, GroupedParamsX, GroupedParams> p) {
-  static_assert(!(kSplit && kClusterX), "cluster-decoded tokens run the persistent walk (one tile per CTA)");
+    nvfp4_sm90_grouped_gemm_kernel(const __grid_constant__ GroupedParams p) {
   using MainloopPre = MainloopRSPredecoded;
   extern __shared__ uint8_t smem_raw[];
   MainloopPre::SharedStorage& s = shared_storage<MainloopPre::SharedStorage>(smem_raw);
@@ -288,7 +218,7 @@ __global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
   if constexpr (kSplit)
     grouped_split_tile(s, p);
   else
-    grouped_persistent_walk(s, p.base, GroupedListTiles<kClusterX>{p});
+    grouped_persistent_walk(s, p.base, GroupedListTiles{p});
 }
 
 }  // namespace nvfp4::sm90

@@ -61,7 +61,6 @@ static_assert(sizeof(PackedGemmParams) <= 4096, "the packed GEMM's parameters ex
 struct PackedTiles {
   const PackedGemmParams& p;
   static constexpr bool kFind = true;
-  static constexpr bool kClusterTokens = false;  // the packed kernel has its token pass
   struct Cursor {
     int32_t base = 0;    // first expert of the current window of 32
     int64_t before = 0;  // token tiles of the experts before it

@@ -16,10 +16,7 @@
 //                                            the walk (producer and consumers must agree);
 //   GroupedWalkLoad load(t, int32_t& prev, Cursor&)   warp 0: what run_producer loads for t
 //                                            (prev: the source's last descriptor prefetch);
-//   GroupedWalkTile tile(t, Cursor&)         consumers: tile t's problem and output origin;
-//   static constexpr bool kClusterTokens     the CTAs of a cluster decode the token tiles (one
-//   void decode_tokens(int ctid)             tile per CTA): the consumers' share, after
-//                                            griddepcontrol.wait (grouped_gemm.cuh kClusterX).
+//   GroupedWalkTile tile(t, Cursor&)         consumers: tile t's problem and output origin.
 // Sources: the list API's table in the kernel parameters (grouped_gemm.cuh GroupedListTiles:
 // every tile below end() exists) and the packed MoE API's device offsets
 // (grouped_packed_gemm.cuh PackedTiles: a forward cursor over the experts).
@@ -29,12 +26,7 @@
 //
 // Programmatic dependent launch: the producer's first weight loads go out before
 // griddepcontrol.wait (run_producer waits before the first token tile); the consumers wait
-// before their first alpha and C store (a grid before may write them). With kClusterTokens no
-// pass runs in front, so warp 0 waits before its weight loads too, and every thread of the CTA
-// arrives once at the cluster barrier: the consumers after writing their token rows (release),
-// the producer warps at once; warp 0 waits on it before its first token load (run_producer),
-// warps 1..3 exit without waiting (a cluster barrier waits for non-exited threads only; their
-// wait cost the kernel 20 bytes of spills in ptxas' allocation).
+// before their first alpha and C store (a grid before may write them).
 #pragma once
 
 #include <stdint.h>
@@ -69,9 +61,7 @@ __device__ __forceinline__ void grouped_persistent_walk(MainloopRSPredecoded::Sh
   using MainloopPre = MainloopRSPredecoded;
   if (threadIdx.x < 128) {
     ptx::setmaxnreg_dec<MainloopPre::kProducerRegs>();
-    if constexpr (Tiles::kClusterTokens) ptx::cluster_arrive_relaxed();
     if (threadIdx.x < 32) {
-      if constexpr (Tiles::kClusterTokens) ptx::pdl_wait_primary();  // no pass in front: weights too
       MainloopPre::RingCursor rc;
       int32_t prev = -1;  // the source's last descriptor prefetch
       typename Tiles::Cursor cur{};
@@ -80,8 +70,7 @@ __device__ __forceinline__ void grouped_persistent_walk(MainloopRSPredecoded::Sh
         if constexpr (Tiles::kFind)
           if (!source.find(t, cur)) break;
         const GroupedWalkLoad ld = source.load(t, prev, cur);
-        MainloopPre::run_producer<Tiles::kClusterTokens>(s, ld.tm, ld.q, ld.w0, ld.x_row, ld.lw, 0, ld.q.num_kb, rc,
-                                                         0);
+        MainloopPre::run_producer(s, ld.tm, ld.q, ld.w0, ld.x_row, ld.lw, 0, ld.q.num_kb, rc, 0);
       }
     }
   } else {
@@ -89,12 +78,6 @@ __device__ __forceinline__ void grouped_persistent_walk(MainloopRSPredecoded::Sh
     const int ctid = threadIdx.x - 128;
     MainloopPre::ConsumerState c = MainloopPre::init_consumer(s, base);
     ptx::pdl_wait_primary();  // alphas and C belong to the grids before until then
-    if constexpr (Tiles::kClusterTokens) {
-      source.decode_tokens(ctid);
-      ptx::fence_proxy_async_global();  // the rows written, before the release: TMA reads them
-      ptx::cluster_arrive_release();
-      ptx::cluster_wait_acquire();
-    }
     typename Tiles::Cursor cur{};
 #pragma unroll 1
     for (int64_t t = blockIdx.x; t < source.end(); t += gridDim.x) {
