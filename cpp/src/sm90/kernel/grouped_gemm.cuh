@@ -211,11 +211,6 @@ __global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   MainloopPre::SharedStorage& s = shared_storage<MainloopPre::SharedStorage>(smem_raw);
   if (threadIdx.x == 0) {
-    // Every CTA of the grid is resident from the start (min(tiles, SMs), or one wave of split
-    // clusters), so the next kernel may launch onto the SMs these CTAs leave: the next call's
-    // token pass prefetches its rows there while the last tiles finish (it reads them only after
-    // its griddepcontrol.wait, i.e. after this grid).
-    ptx::pdl_launch_dependents();
     MainloopPre::init_barriers(s, p.base);
     ptx::tma_prefetch_desc(&p.xh);
   }

@@ -125,7 +125,6 @@ __global__ void __launch_bounds__(MainloopRSPredecoded::kThreads, 1)
   extern __shared__ uint8_t smem_raw[];
   MainloopPre::SharedStorage& s = shared_storage<MainloopPre::SharedStorage>(smem_raw);
   if (threadIdx.x == 0) {
-    ptx::pdl_launch_dependents();  // min(tiles, SMs) CTAs, all resident: as the list kernel (grouped_gemm.cuh)
     MainloopPre::init_barriers(s, p.base);
     ptx::tma_prefetch_desc(&p.w);
     ptx::tma_prefetch_desc(&p.xh);
