@@ -324,3 +324,15 @@ def test_describe_arrays_hook():
         ext._describe_arrays(3)
     with pytest.raises(TypeError, match="'arrays'"):
         ext._describe_arrays([np.zeros(4, np.complex64)])
+
+
+def test_read_arrays_hook():
+    """bench/overhead.py's lower floor probe: only reads each array's DLPack view (returns the
+    ranks' sum, so the reads cannot be skipped), and rejects what is not an array."""
+    ext = nvfp4._nvfp4_ext
+    assert ext._read_arrays([np.zeros(4, np.uint8), np.zeros((2, 3), np.float32)]) == 3
+    assert ext._read_arrays(()) == 0
+    with pytest.raises(TypeError, match="must be a sequence"):
+        ext._read_arrays(3)
+    with pytest.raises(TypeError, match="expected a DLPack array"):
+        ext._read_arrays([object()])

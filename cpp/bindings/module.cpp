@@ -165,6 +165,14 @@ NB_MODULE(_nvfp4_ext, m) {
     for (nb::handle h : items.v) args.input(h, "arrays");
     return items.v.size();
   }, nb::arg("arrays"));
+  // The floor under _describe_arrays: only reading each array's DLPack view (for torch tensors
+  // the DLPack C exchange call, torch's own cost), nothing of the library's. Returns the ranks' sum.
+  m.def("_read_arrays", [](nb::handle arrays) {
+    Items items(arrays, "_read_arrays: arrays must be a sequence");
+    int64_t ranks = 0;
+    for (nb::handle h : items.v) ranks += read_array_only(h);
+    return ranks;
+  }, nb::arg("arrays"));
 
   m.def("grouped_gemm", [](nb::handle a, nb::handle sfa, nb::handle b, nb::handle sfb, nb::handle alphas,
                            const char* layout, const char* out_dtype, nb::handle out, nb::handle stream,

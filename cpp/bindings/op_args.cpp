@@ -120,6 +120,18 @@ nvfp4_tensor_t describe_ndarray(const char* op, const char* name, const Array& a
                   dlpack::DataType{d.code, d.bits, d.lanes}, a.device_type(), a.device_id(), ndim, shape, strides);
 }
 
+int32_t read_array_only(nb::handle obj) {
+  if (const dlpack::ExchangeApi* api = exchange_api(Py_TYPE(obj.ptr()))) {
+    dlpack::Tensor dl{};
+    if (api->dltensor_from_py_object_no_sync(obj.ptr(), &dl) != 0) throw nb::python_error();
+    return dl.ndim;
+  }
+  nb::ndarray<nb::ro> arr;
+  if (!nb::try_cast(obj, arr))
+    throw nb::type_error(std::string("_read_arrays: expected a DLPack array, got ") + Py_TYPE(obj.ptr())->tp_name);
+  return static_cast<int32_t>(arr.ndim());
+}
+
 nvfp4_tensor_t OpArgs::convert(nb::handle obj, const char* name, bool writable, bool frames) {
   const dlpack::ExchangeApi* api = exchange_api(Py_TYPE(obj.ptr()));
   nvfp4_tensor_t t;

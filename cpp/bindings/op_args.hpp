@@ -18,6 +18,11 @@ namespace nvfp4_bindings {
 
 namespace nb = nanobind;
 
+// For bench/overhead.py's floor probe: reads `obj`'s DLPack view the cheapest way the binding
+// can (the type's exchange API, else nanobind's DLPack import) and describes nothing; returns
+// its rank. What any per-array call pays at least, whatever the library then does.
+int32_t read_array_only(nb::handle obj);
+
 class OpArgs {
  public:
   // `alloc`: None, or a callable (shape tuple, dtype name) -> array of the caller's
