@@ -170,7 +170,7 @@ NB_MODULE(_nvfp4_ext, m) {
   m.def("_read_arrays", [](nb::handle arrays) {
     Items items(arrays, "_read_arrays: arrays must be a sequence");
     int64_t ranks = 0;
-    for (nb::handle h : items.v) ranks += read_array_only(h);
+    for (nb::handle h : items.v) ranks += nvfp4_bindings::read_array_only(h);
     return ranks;
   }, nb::arg("arrays"));
 

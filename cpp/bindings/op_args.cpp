@@ -128,7 +128,7 @@ int32_t read_array_only(nb::handle obj) {
   }
   nb::ndarray<nb::ro> arr;
   if (!nb::try_cast(obj, arr))
-    throw nb::type_error(std::string("_read_arrays: expected a DLPack array, got ") + Py_TYPE(obj.ptr())->tp_name);
+    throw nb::type_error((std::string("_read_arrays: expected a DLPack array, got ") + Py_TYPE(obj.ptr())->tp_name).c_str());
   return static_cast<int32_t>(arr.ndim());
 }
 
