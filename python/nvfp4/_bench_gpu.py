@@ -9,8 +9,7 @@ What one row costs and proves (docs/design.md, "Delivered speed"; bench/README.m
    (nvfp4.reference's decode tables; gpu-mode's check |out-ref| <= 1e-3 + 1e-3|ref| on
    fp16 outputs, every element written, no NaN);
 3. timing with nvfp4._timing.Timer: warm-up, CUDA graph of back-to-back launches rotating
-   over input sets larger than L2, CUDA events, median over batches; the implementations
-   of a case interleaved (their batches in turn), so that their ratios share the moment;
+   over input sets larger than L2, CUDA events, median over batches;
 4. SOL = max(bytes / copy bandwidth, flops / bf16 tensor rate), both ceilings measured in
    the same run (datasheet values only when asked or when torch is missing).
 
@@ -31,7 +30,7 @@ import time
 
 from ._bench_problems import Harness, Problem, select_problems
 from ._bench_report import ceilings_line, describe_device, format_table, get_ceilings
-from ._eager import EAGER_OPS, graph_single_us, harness_us_many, launch_floor_us
+from ._eager import EAGER_OPS, graph_single_us, harness_us, launch_floor_us
 from ._timing import Ceilings, Progress, Timer, datasheet_ceilings, rotation_count, sol_us
 
 # ---------------------------------------------------------------------------------------
@@ -111,14 +110,6 @@ def nvfp4_impls(p: Problem, backends) -> list:
     return out
 
 
-def _row_error(row: dict, impl, e: BaseException, h) -> None:
-    row["error"] = _first_line(e)
-    if impl.is_nvfp4:
-        row["ok"] = False
-    if "out of memory" in str(e).lower():
-        h.empty_cache()
-
-
 def _first_line(e: BaseException) -> str:
     msg = str(e).strip().splitlines()
     return f"{type(e).__name__}: {msg[0][:200] if msg else ''}"
@@ -165,12 +156,9 @@ def run_case(h, p: Problem, impls, timer: Timer, ceilings: Ceilings, *, suite: s
         sets, ref = [], None
         h.empty_cache()
         return rows
-    # Check every implementation first, keeping its input sets; then time them together:
-    # interleaved graph batches (Timer.time_many), then interleaved eager repetitions.
-    done = {}      # impl index -> finished row (failed check or preparation)
-    ready = []     # (index, impl, row, states)
-    for k, impl in enumerate(runnable):
+    for impl in runnable:
         row = base(impl)
+        states = []
         try:
             n = min(len(sets), rotation_count(impl.set_bytes(p)))
             states = [impl.prepare(h, p, s) for s in sets[:n]]
@@ -181,55 +169,28 @@ def run_case(h, p: Problem, impls, timer: Timer, ceilings: Ceilings, *, suite: s
             ok, rel = (None, None) if res is None else p.check(h, res, ref, impl.is_nvfp4 and p.fp16_out)
             row["ok"] = ok if impl.is_nvfp4 else None
             row["rel_err"] = rel
-            ready.append((k, impl, row, states))
-        except Exception as e:  # noqa: BLE001
-            _row_error(row, impl, e, h)
-            impl.release()
-            done[k] = row
-
-    def launcher(impl, states):
-        return lambda i: impl.launch(h, states[i])
-
-    try:
-        timings = timer.time_many([(launcher(impl, st), len(st), impl.graphable) for _, impl, _, st in ready])
-        for (k, impl, row, states), tm in zip(ready, timings):
-            if isinstance(tm, BaseException):
-                _row_error(row, impl, tm, h)
-                continue
+            tm = timer.time(lambda i: impl.launch(h, states[i]), n, graphable=impl.graphable)
             us = tm.us
+            if eager and h.cuda and p.op in EAGER_OPS:
+                row["eager_us"] = harness_us(h.torch, h.device, p.op, lambda i: impl.launch(h, states[i]), n)
+                if p.op == "gemv" and impl.graphable:
+                    row["eager_graph_us"] = graph_single_us(h.torch, h.device, lambda i: impl.launch(h, states[i]), n)
             row.update({"us": us, "timing": tm.as_dict(), "samples": tm.samples,
                         "tflops": p.flops / (us * 1e-6) / 1e12 if p.flops else None,
                         "gbps": impl.io_bytes(p) / (us * 1e-6) / 1e9,
                         "t_over_sol": us / sol if sol > 0 else None})
-        timed = [x for x in ready if x[2]["us"] is not None]
-        if eager and h.cuda and p.op in EAGER_OPS and timed:
-            try:
-                eus = harness_us_many(h.torch, h.device, p.op, [(launcher(impl, st), len(st)) for _, impl, _, st in timed])
-                for (k, impl, row, states), e_us in zip(timed, eus):
-                    row["eager_us"] = e_us
-            except Exception:  # noqa: BLE001 - find which one fails: each alone
-                for _, impl, row, st in timed:
-                    try:
-                        row["eager_us"] = harness_us_many(h.torch, h.device, p.op, [(launcher(impl, st), len(st))])[0]
-                    except Exception as e:  # noqa: BLE001
-                        _row_error(row, impl, e, h)
-            if p.op == "gemv":
-                for _, impl, row, states in timed:
-                    if impl.graphable:
-                        row["eager_graph_us"] = graph_single_us(h.torch, h.device, launcher(impl, states), len(states))
-    except Exception as e:  # noqa: BLE001
-        for _, impl, row, _ in ready:
-            if row["us"] is None and row["error"] is None:
-                _row_error(row, impl, e, h)
-    finally:
-        for k, impl, row, states in ready:
-            states.clear()
+        except Exception as e:  # noqa: BLE001
+            row["error"] = _first_line(e)
+            if impl.is_nvfp4:
+                row["ok"] = False
+            if "out of memory" in str(e).lower():
+                h.empty_cache()
+        finally:
+            states = []
             impl.release()
-            done[k] = row
-    for k in range(len(runnable)):
-        rows.append(done[k])
+        rows.append(row)
         if on_row:
-            on_row(done[k])
+            on_row(row)
     del sets, ref
     h.empty_cache()
     return rows

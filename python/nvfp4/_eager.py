@@ -27,33 +27,23 @@ def _clear_l2(torch, device, state={}):  # noqa: B006 - one scratch buffer per p
 
 def harness_us(torch, device, op: str, launch, n_sets: int, reps: int = 20) -> float:
     """Median µs per call of launch(i) (i = input set) timed the gpu-mode way for `op`."""
-    return harness_us_many(torch, device, op, [(launch, n_sets)], reps)[0]
-
-
-def harness_us_many(torch, device, op: str, jobs, reps: int = 20) -> list:
-    """harness_us of several (launch, n_sets) jobs, their repetitions in turn (one of each,
-    then the next round), so that each implementation is timed at the same moments as the
-    others (_timing.Timer.time_many says why). One median per job."""
     start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     calls = CALLS.get(op, 1)
-    for launch, n_sets in jobs:
-        for i in range(min(n_sets, calls) + 2):  # warm: first-touch allocations, caches
-            launch(i % n_sets)
-    samples = [[] for _ in jobs]
-    k = [0] * len(jobs)
+    for i in range(min(n_sets, calls) + 2):  # warm: first-touch allocations, caches
+        launch(i % n_sets)
+    samples, k = [], 0
     for _ in range(reps):
-        for j, (launch, n_sets) in enumerate(jobs):
-            torch.cuda.synchronize(device)
-            if op == "gemv":
-                _clear_l2(torch, device)
-            start.record()
-            for _ in range(calls):
-                launch(k[j] % n_sets)
-                k[j] += 1
-            end.record()
-            torch.cuda.synchronize(device)
-            samples[j].append(start.elapsed_time(end) * 1e3 / calls)
-    return [statistics.median(s) for s in samples]
+        torch.cuda.synchronize(device)
+        if op == "gemv":
+            _clear_l2(torch, device)
+        start.record()
+        for _ in range(calls):
+            launch(k % n_sets)
+            k += 1
+        end.record()
+        torch.cuda.synchronize(device)
+        samples.append(start.elapsed_time(end) * 1e3 / calls)
+    return statistics.median(samples)
 
 
 def launch_floor_us(torch, device, reps: int = 20) -> float:

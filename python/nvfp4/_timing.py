@@ -200,9 +200,7 @@ class Timer:
         return graph, ""
 
     # -- the measurement ------------------------------------------------------
-    def _prepare(self, launch, n_sets: int, graphable: bool) -> "_Run":
-        """Warm-up, a first estimate of the time per launch, and the batch (a captured CUDA
-        graph of back-to-back launches, else those launches eagerly)."""
+    def time(self, launch, n_sets: int, *, graphable: bool = True) -> Timing:
         n_sets = max(1, int(n_sets))
         for i in range(max(self.warmup, n_sets)):
             launch(i % n_sets)
@@ -215,89 +213,24 @@ class Timer:
             for i in range(per_batch):
                 launch(i % n_sets)
 
-        run = _Run(eager, per_batch, n_sets, "eager" if self.cuda else "host", "", None)
+        batch, mode, note, graph = eager, ("eager" if self.cuda else "host"), "", None
         if self.graphs and graphable:
-            run.graph, run.note = self._capture(launch, n_sets, per_batch)
-            if run.graph is not None:
-                run.batch, run.mode = run.graph.replay, "graph"
-                run.batch()          # first replay uploads the graph
+            graph, note = self._capture(launch, n_sets, per_batch)
+            if graph is not None:
+                batch, mode = graph.replay, "graph"
+                batch()          # first replay uploads the graph
                 self.sync()
-        run.batches = max(3, min(self.reps, int(self.budget_s * 1e6 / max(est * per_batch, 1.0))))
-        return run
-
-    def time(self, launch, n_sets: int, *, graphable: bool = True) -> Timing:
-        got = self.time_many([(launch, n_sets, graphable)])[0]
-        if isinstance(got, BaseException):
-            raise got
-        return got
-
-    def time_many(self, jobs) -> list:
-        """Times several launches (jobs: (launch, n_sets, graphable) each) *interleaved*: all
-        are prepared (warm-up, estimate, capture) first, then their timed batches alternate
-        (one batch of each in turn), so that every implementation of a case is measured at
-        the same moments. Why: an H100 runs ~3-4% faster in the first seconds of a process
-        than at its power cap's steady state, and a cuBLAS graph timed before and after five
-        nvfp4 graphs moved 18.2 -> 18.9 µs (bench/NOTES.md "Session 29"): timed one after
-        the other, two implementations' ratio carried that drift. Each job keeps its own
-        batch count (the budget rule of a lone measurement). Returns one Timing per job, or
-        the exception that stopped it (the other jobs go on)."""
-        runs = []
-        for launch, n_sets, graphable in jobs:
-            try:
-                runs.append(self._prepare(launch, n_sets, graphable))
-            except Exception as e:  # noqa: BLE001 - reported in its slot
-                runs.append(e)
-        live = [r for r in runs if isinstance(r, _Run)]
-
-        def step(r):
-            try:
-                return self.elapsed_us(r.batch)
-            except Exception as e:  # noqa: BLE001
-                r.error = e
-                return None
-
-        # Timed batches only once the clocks have settled: the batches run in turn until each
-        # has run for warmup_ms (at most 1000 rounds; the host-only dry run needs none of this).
+        # Timed batches only once the clocks have settled: repeat the batch for warmup_ms
+        # (at most 1000 batches; the host-only dry run needs none of this).
         if self.cuda and self.warmup_ms > 0:
-            spent = [0.0] * len(live)
-            for _ in range(1000):
-                if all(t >= self.warmup_ms * 1e3 for t in spent):
-                    break
-                for k, r in enumerate(live):
-                    if r.error is None and spent[k] < self.warmup_ms * 1e3:
-                        us = step(r)
-                        spent[k] += self.warmup_ms * 1e3 if us is None else us
-        for b in range(max((r.batches for r in live), default=0)):
-            for r in live:
-                if r.error is None and b < r.batches:
-                    us = step(r)
-                    if us is not None:
-                        r.samples.append(us / r.per_batch)
-        out = []
-        for r in runs:
-            if not isinstance(r, _Run):
-                out.append(r)
-            elif r.error is not None:
-                out.append(r.error)
-            else:
-                out.append(summarize(r.samples, r.per_batch, r.n_sets, r.mode, r.note))
-            if isinstance(r, _Run):
-                r.graph = r.batch = None
-        return out
-
-
-@dataclass
-class _Run:
-    """One prepared measurement of Timer.time_many."""
-    batch: object
-    per_batch: int
-    n_sets: int
-    mode: str
-    note: str
-    graph: object
-    batches: int = 3
-    samples: list = field(default_factory=list)
-    error: object = None
+            spent, n = 0.0, 0
+            while spent < self.warmup_ms * 1e3 and n < 1000:
+                spent += self.elapsed_us(batch)
+                n += 1
+        n_batches = max(3, min(self.reps, int(self.budget_s * 1e6 / max(est * per_batch, 1.0))))
+        samples = [self.elapsed_us(batch) / per_batch for _ in range(n_batches)]
+        del graph
+        return summarize(samples, per_batch, n_sets, mode, note)
 
 
 def _copy_us(torch, device, n: int, timer: Timer) -> float:
