@@ -13,6 +13,9 @@ import torch
 import nvfp4
 
 lib = ctypes.CDLL(sys.argv[1])
+# CUTLASS's mma_promotion_interval counts k16 MMAs (4 per 64-K tile): 32 = every 512 K, the library's interval
+# (call 9 passed 8, i.e. every 128 K: cutlass_ss_interval8.txt)
+INTERVAL = int(sys.argv[2]) if len(sys.argv) > 2 else 32
 lib.ss_gemm.argtypes = [ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int, ctypes.c_int,
                         ctypes.c_int, ctypes.c_float, ctypes.c_int, ctypes.c_void_p]
 torch.backends.cuda.matmul.allow_tf32 = False
@@ -57,7 +60,7 @@ bw = 2 * (1 << 30) / (copy_us * 1e-6)
 print(f"copy {bw / 1e12:.2f} TB/s", flush=True)
 del x, y
 
-shapes = [(256, 7168, 7168), (512, 7168, 7168), (1024, 7168, 7168), (2048, 7168, 7168), (4096, 7168, 7168),
+shapes = [(1024, 7168, 7168), (2048, 7168, 7168), (4096, 7168, 7168),
           (8192, 7168, 7168), (4096, 4096, 4096), (8192, 8192, 8192), (2048, 14336, 4096)]
 print(f"{'M x N x K':>20} {'cuBLAS bf16':>11} {'fp16':>7} {'nvfp4':>7} {'ss v0':>7} {'ss v1':>7} {'v2 np':>7}"
       f" {'passes':>7} {'v0+pass':>8} | nvfp4/bf16 (v0+pass)/bf16 v0/bf16   check", flush=True)
@@ -68,14 +71,14 @@ for M, N, K in shapes:
     res = {}
     for v in (0, 1, 2):
         d.fill_(float("nan"))
-        rc = lib.ss_gemm(v, a.data_ptr(), b.data_ptr(), d.data_ptr(), M, N, K, 1.0, 8, torch.cuda.current_stream().cuda_stream)
+        rc = lib.ss_gemm(v, a.data_ptr(), b.data_ptr(), d.data_ptr(), M, N, K, 1.0, INTERVAL, torch.cuda.current_stream().cuda_stream)
         torch.cuda.synchronize()
         if rc != 0:
             res[v] = (None, f"rc {rc}")
             continue
         err = ((d.float() - ref).abs() / (1e-3 + 1e-3 * ref.abs())).max().item()
         st = torch.cuda.current_stream().cuda_stream
-        us = time_graph(lambda v=v: lib.ss_gemm(v, a.data_ptr(), b.data_ptr(), d.data_ptr(), M, N, K, 1.0, 8,
+        us = time_graph(lambda v=v: lib.ss_gemm(v, a.data_ptr(), b.data_ptr(), d.data_ptr(), M, N, K, 1.0, INTERVAL,
                                                 torch.cuda.current_stream().cuda_stream))
         res[v] = (us, f"{err:.2f}")
     ab, bb = a.bfloat16(), b.bfloat16()
