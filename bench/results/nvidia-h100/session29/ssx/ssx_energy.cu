@@ -653,7 +653,9 @@ __device__ __forceinline__ uint32_t lds32(uint32_t addr) {
   return v;
 }
 
-// One transform stage: row r's 64 values of source stage `src` into A ring stage `dst` (128B swizzle).
+// One transform stage: row r's 64 values of source stage `src` into A ring stage `dst` (128B swizzle);
+// kTwice: also into the row kAtomA further (ssx192_h: one decode, two stores).
+template <bool kTwice = false>
 __device__ __forceinline__ void transform_row(uint32_t base, int src, uint32_t dst_row, uint32_t r) {
   const uint32_t q_addr = base + kSsxSrcOff + src * (128u * 32u) + r * 32u;
   const uint4 qa = lds128(q_addr), qb = lds128(q_addr + 16);
@@ -664,13 +666,29 @@ __device__ __forceinline__ void transform_row(uint32_t base, int src, uint32_t d
 #pragma unroll
   for (int c = 0; c < 8; ++c) {  // chunk c = word c = values 8c..8c+7 (scale c / 2)
     const uint32_t sc = s2[c >> 1];
-    sts128(dst_row + ((static_cast<uint32_t>(c) ^ (r & 7u)) << 4), decode_pair<0>(q[c], sc), decode_pair<1>(q[c], sc),
-           decode_pair<2>(q[c], sc), decode_pair<3>(q[c], sc));
+    const uint32_t d0 = decode_pair<0>(q[c], sc), d1 = decode_pair<1>(q[c], sc), d2 = decode_pair<2>(q[c], sc),
+                   d3 = decode_pair<3>(q[c], sc);
+    const uint32_t at = dst_row + ((static_cast<uint32_t>(c) ^ (r & 7u)) << 4);
+    sts128(at, d0, d1, d2, d3);
+    if constexpr (kTwice) sts128(at + kAtomA, d0, d1, d2, d3);
   }
 }
 
-// kMode: 0 ss192 (static A, no promotion), 1 ss192_promo, 2 ssx192
-template <int kMode>
+// Half-decode probes (what a decode shared by the two CTAs of a cluster would leave each SM): threads 0..63 of
+// the transform warpgroup decode rows 0..63 only; kHalf 1 (ssx192_h): each writes its row twice (rows r and
+// r + 64: all 16 KB of A stores, half the decode), kHalf 2 (ssx192_q): once (half the stores too; rows 64..127
+// keep stale values). h near ssx192 = shared-memory bound; h near ss192_promo = decode-instruction bound.
+template <int kHalf>
+__device__ __forceinline__ void transform_stage(uint32_t base, int s, uint32_t row_off, uint32_t r) {
+  if constexpr (kHalf == 0) {
+    transform_row(base, s, base + s * kSsxAStage + row_off, r);
+  } else if (r < 64) {
+    transform_row<kHalf == 1>(base, s, base + s * kSsxAStage + row_off, r);
+  }
+}
+
+// kMode: 0 ss192 (static A, no promotion), 1 ss192_promo, 2 ssx192 (kHalf: the probes above)
+template <int kMode, int kHalf = 0>
 __global__ void __launch_bounds__(kThreads, 1) k_ssx(Args a) {
 #ifdef MB_NO_SM90A
   __trap();
@@ -698,7 +716,7 @@ __global__ void __launch_bounds__(kThreads, 1) k_ssx(Args a) {
 #pragma unroll
         for (int s = 0; s < kSsxA; ++s) {
           if (i > 0) mbar_wait_u32(bars + (kSsxA + s) * 8u, (pass - 1) & 1u);
-          transform_row(base, s, base + s * kSsxAStage + row_off, r);
+          transform_stage<kHalf>(base, s, row_off, r);
           fence_proxy_async_smem();  // generic-proxy stores, read by wgmma (async proxy)
           mbar_arrive_u32(bars + s * 8u);
         }
@@ -778,6 +796,8 @@ static const KernelDesc kKernels[] = {
     {"ss192", k_ssx<0>, false, false, 192, 4, kRing, true},
     {"ss192_promo", k_ssx<1>, false, false, 192, 4, kRing, true},
     {"ssx192", k_ssx<2>, false, false, 192, 4, kRing, true},
+    {"ssx192_h", k_ssx<2, 1>, false, false, 192, 4, kRing, true},
+    {"ssx192_q", k_ssx<2, 2>, false, false, 192, 4, kRing, true},
 };
 
 static std::mt19937 rng(12345);
