@@ -6,7 +6,10 @@ set -u
 OUT=${OUT:-/tmp/out}
 D=bench/results/nvidia-h100/session29/ssx
 nvidia-smi --query-gpu=name --format=csv,noheader
-nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 -Xptxas -v $D/ssx_energy.cu -o /tmp/ssx > $OUT/ptxas.txt 2>&1 || { tail $OUT/ptxas.txt; exit 1; }
+# ssx_energy.cu = session 21's wgmma_energy.cu + the k_ssx kernels, kept as a copy patch (git apply writes it)
+git apply $D/ssx_energy.patch || exit 1
+nvcc -gencode arch=compute_90a,code=sm_90a -O3 -std=c++17 -Xptxas -v $D/ssx_energy.cu -o /tmp/ssx > $OUT/ptxas.txt 2>&1
+rc=$?; rm -f $D/ssx_energy.cu; [ $rc = 0 ] || { tail $OUT/ptxas.txt; exit 1; }
 grep -A2 "k_ssx" $OUT/ptxas.txt | grep -E "spill|Used" | sort | uniq -c
 cuobjdump -sass -fun '_Z5k_ssxILi2EEv4Args' /tmp/ssx > $OUT/sass_ssx192.txt 2>&1
 echo "ssx192 SASS: HGMMA $(grep -c HGMMA $OUT/sass_ssx192.txt), STS.128 $(grep -c 'STS.128' $OUT/sass_ssx192.txt), HMUL2 $(grep -c HMUL2 $OUT/sass_ssx192.txt), LDL/STL $(grep -cE 'LDL|STL' $OUT/sass_ssx192.txt)"
