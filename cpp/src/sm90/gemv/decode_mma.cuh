@@ -53,6 +53,15 @@ __device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32
 // Token chunks [t0, t0 + tn) of batch l -> the shared-memory tile at s_tok (layout above);
 // tokens >= M are zeros.
 // kGrouped (the packed MoE route): tokens m < rows are rows row0 + m of the one token matrix.
+// Thread order: pairs of threads take tokens 2p, 2p + 1 of one chunk, consecutive pairs
+// consecutive chunks (a warp loads 2 x 256 contiguous bytes), so the 8 threads of one STS.128
+// wavefront store 2 token parities x 4 chunk residues: 8 distinct 16-byte bank groups (one
+// token's consecutive chunks, the order before, hit 4 of them twice). Each thread divides once
+// and then steps by the block's stride (before: a div.s32 by tn per item).
+// H100, session 30, same call, graph µs, old -> this order: 7168^2 M = 16 / 24 17.4 / 20.8 ->
+// 17.2 / 20.4, 14336x4096 19.3 / 23.1 -> 18.9 / 22.5, M <= 8 within 0.3. What the tile still costs
+// is its decode's instructions on every CTA (M = 16 / 24 on 7168^2: ~1.8 / ~3 µs against no tile
+// at all; loads from one cached line instead: no change; bench/NOTES.md "Session 30").
 template <int NT8, bool kGrouped = false>
 __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeArgs& a, int64_t l, int t0, int tn,
                                                   int64_t row0 = 0, int64_t rows = 0) {
@@ -60,15 +69,16 @@ __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeAr
   const uint8_t* xb = a.x + l * a.x_batch;
   const uint8_t* sb = a.sfx + l * a.sfx_batch;
   const bool blocked = a.sfx_blocked != 0;
-  for (int idx = threadIdx.x; idx < tn * kMP; idx += blockDim.x) {
-    const int m = idx / tn, c = idx - m * tn;  // consecutive threads: consecutive chunks of a token
+  const int live = static_cast<int>(kGrouped ? (rows < kMP ? rows : kMP) : (a.M < kMP ? a.M : kMP));
+  const int sub = static_cast<int>(threadIdx.x) & 1;  // token parity (blockDim is a multiple of 32)
+  const int step = static_cast<int>(blockDim.x) >> 1;  // token pairs x chunks per round
+  const int dp = step / tn, dc = step - dp * tn;
+  int p = (static_cast<int>(threadIdx.x) >> 1) / tn, c = (static_cast<int>(threadIdx.x) >> 1) - p * tn;
+  for (; p < kMP / 2; p += dp) {
+    const int m = 2 * p + sub;
     uint32_t out[16];
-    if (kGrouped ? m < rows : m < a.M) {
-      int64_t r;  // the token's row
-      if constexpr (kGrouped)
-        r = row0 + m;
-      else
-        r = m;
+    if (m < live) {
+      const int64_t r = kGrouped ? row0 + m : m;  // the token's row
       const int64_t cg = static_cast<int64_t>(t0) + c;
       const uint4 q = __ldg(reinterpret_cast<const uint4*>(xb + r * a.x_row + cg * 16));
       const uint32_t two = ld_bytes2(sb + sf_row_offset(r, blocked, a.sfx_row, a.sfx_tile_row_bytes) +
@@ -81,7 +91,7 @@ __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeAr
         uint32_t f[4];  // pairs 0..3 (decode_pair<p>, bit for bit)
         decode_word_scaled(qw[jw], jw < 2 ? s0 : s1, f);
 #pragma unroll
-        for (int p = 0; p < 4; ++p) out[4 * jw + p] = f[p];
+        for (int i = 0; i < 4; ++i) out[4 * jw + i] = f[i];
       }
     } else {
 #pragma unroll
@@ -92,6 +102,11 @@ __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeAr
     for (int jw = 0; jw < 4; ++jw)
       ptx::sts128(dst + 16 * (jw ^ (c & 3)),
                   make_uint4(out[4 * jw], out[4 * jw + 1], out[4 * jw + 2], out[4 * jw + 3]));
+    c += dc;
+    if (c >= tn) {
+      c -= tn;
+      ++p;
+    }
   }
 }
 

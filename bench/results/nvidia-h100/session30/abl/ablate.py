@@ -5,7 +5,7 @@ are wrong by construction."""
 import os, sys
 import torch
 import nvfp4
-from nvfp4._timing import Timer, measure_ceilings, rotation_count
+from nvfp4._timing import ClockSampler, Timer, measure_ceilings, rotation_count
 sys.path.insert(0, "bench")  # (run from the repository root)
 from read_floor import triton_floor
 
@@ -32,8 +32,10 @@ for spec in sys.argv[1].split(","):
         cells = []
         for v in variants:
             os.environ["NVFP4_DBG"] = str(v)
-            t = timer.time(lambda i: nvfp4.gemm(qa, sa, qb[i], sb[i], out=out), sets).us
-            cells.append(f"{t:7.2f}")
+            with ClockSampler(ms=20) as clk:
+                t = timer.time(lambda i: nvfp4.gemm(qa, sa, qb[i], sb[i], out=out), sets).us
+            st = clk.stats or {}
+            cells.append(f"{t:7.2f}" + (f" {st.get('mhz', 0):4.0f}M{st.get('watts', 0):3.0f}W" if os.environ.get("ABL_CLOCK") else ""))
         os.environ["NVFP4_DBG"] = "0"
         print(f"{spec:>12} {sol:5.1f} {floor_us:6.2f} | {tok:<2} " + " ".join(cells), flush=True)
     del raw, qb, sb
