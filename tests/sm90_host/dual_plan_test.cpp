@@ -66,13 +66,11 @@ static DualGemmProblem dense(int64_t M, int64_t N, int64_t K, int64_t L = 1,
   return p;
 }
 
-// H100 SXM: 132 SMs; clusters of s CTAs (one per SM) fit per GPC. The GPC sizes vary from chip to chip (the
-// library asks the device at run time); these (18 x5, 16 x2, 10) give what session 28 measured on an H100 80GB HBM3
-// for full-SM CTAs: 66 clusters of 2, 30 of 4, 15 of 8 (bench/results/nvidia-h100/session28/call5/probe.txt).
+// H100 SXM: 132 SMs, one CTA per SM (h100_clusters.hpp).
 static DualDeviceNumbers h100() {
   DualDeviceNumbers d;
   d.sm_count = 132;
-  for (int s = 0; s <= kMaxSplits; ++s) d.clusters[s] = s < 2 ? 1 << 20 : 5 * (18 / s) + 2 * (16 / s) + 10 / s;
+  for (int s = 0; s <= kMaxSplits; ++s) d.clusters[s] = h100_full_sm_clusters(s);
   return d;
 }
 

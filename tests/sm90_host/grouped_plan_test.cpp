@@ -38,6 +38,7 @@ using namespace nvfp4;
 using namespace nvfp4::sm90;
 
 #include "../host_check.hpp"
+#include "h100_clusters.hpp"
 
 static const uint8_t* addr(uintptr_t a) { return reinterpret_cast<const uint8_t*>(a); }
 
@@ -62,13 +63,11 @@ static GemmProblem group(int i, int64_t M, int64_t N, int64_t K, nvfp4_sf_layout
   return p;
 }
 
-// H100 SXM: 132 SMs; clusters of s CTAs (one per SM) fit per GPC. The GPC sizes vary from chip to chip (the
-// library asks the device at run time); these (18 x5, 16 x2, 10) give what session 28 measured on an H100 80GB HBM3
-// for full-SM CTAs: 66 clusters of 2, 30 of 4, 15 of 8 (bench/results/nvidia-h100/session28/call5/probe.txt).
+// H100 SXM: 132 SMs, one CTA per SM (h100_clusters.hpp).
 static GroupedDeviceNumbers h100() {
   GroupedDeviceNumbers d;
   d.sm_count = 132;
-  for (int s = 0; s <= kMaxSplits; ++s) d.clusters[s] = s < 2 ? 1 << 20 : 5 * (18 / s) + 2 * (16 / s) + 10 / s;
+  for (int s = 0; s <= kMaxSplits; ++s) d.clusters[s] = h100_full_sm_clusters(s);
   return d;
 }
 

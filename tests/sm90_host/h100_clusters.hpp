@@ -23,3 +23,9 @@ inline void h100_cluster_table(nvfp4::sm90::gemv_detail::MmaKernelInfo& info) {
   for (int p = 1; p <= 8; ++p)
     for (int s = 1; s <= 8; ++s) info.cluster_ctas[p][s] = t[p][s];
 }
+
+// Resident clusters of s CTAs when one CTA takes a whole SM (the fused dual and grouped kernels'
+// DeviceNumbers::clusters; s < 2: no limit). The GPC sizes vary from chip to chip (the library asks
+// the device at run time); these (18 x5, 16 x2, 10) give what session 28 measured on an H100 80GB
+// HBM3: 66 clusters of 2, 30 of 4, 15 of 8 (bench/results/nvidia-h100/session28/call5/probe.txt).
+inline int h100_full_sm_clusters(int s) { return s < 2 ? 1 << 20 : 5 * (18 / s) + 2 * (16 / s) + 10 / s; }
