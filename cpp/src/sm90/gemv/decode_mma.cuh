@@ -56,12 +56,13 @@ __device__ __forceinline__ void mma_f16_16816(float (&d)[4], uint32_t a0, uint32
 // Thread order: pairs of threads take tokens 2p, 2p + 1 of one chunk, consecutive pairs
 // consecutive chunks (a warp loads 2 x 256 contiguous bytes), so the 8 threads of one STS.128
 // wavefront store 2 token parities x 4 chunk residues: 8 distinct 16-byte bank groups (one
-// token's consecutive chunks, the order before, hit 4 of them twice). Each thread divides once
-// and then steps by the block's stride (before: a div.s32 by tn per item).
-// H100, session 30, same call, graph µs, old -> this order: 7168^2 M = 16 / 24 17.4 / 20.8 ->
-// 17.2 / 20.4, 14336x4096 19.3 / 23.1 -> 18.9 / 22.5, M <= 8 within 0.3. What the tile still costs
-// is its decode on every CTA (M = 16 / 24 on 7168^2: ~1.8 / ~3 µs against no tile at all), not
-// its loads (every load from one cached line instead: no change; bench/NOTES.md "Session 30").
+// token's consecutive chunks per warp would hit 4 of them twice). Each thread divides once and
+// then steps by the block's stride, not a division by tn per item.
+// H100, session 30, same call, graph µs, one token per warp -> this order: 7168^2 M = 16 / 24
+// 17.4 / 20.8 -> 17.2 / 20.4, 14336x4096 19.3 / 23.1 -> 18.9 / 22.5, M <= 8 within 0.3. What the
+// tile still costs is its decode on every CTA (M = 16 / 24 on 7168^2: ~1.8 / ~3 µs against no
+// tile at all), not its loads (every load from one cached line instead: no change;
+// bench/NOTES.md "Session 30").
 template <int NT8, bool kGrouped = false>
 __device__ __forceinline__ void decode_token_tile(uint32_t s_tok, const DecodeArgs& a, int64_t l, int t0, int tn,
                                                   int64_t row0 = 0, int64_t rows = 0) {
